@@ -1,0 +1,136 @@
+//! CPython's `random` module, bit for bit.
+//!
+//! The makemore lectures split names.txt with `random.seed(42); random.shuffle(words)`,
+//! and micrograd draws its initial weights with `random.uniform(-1, 1)` after
+//! `random.seed(1337)`. Both are the 32-bit Mersenne Twister (MT19937) plus a few
+//! small transforms that CPython documents in `Modules/_randommodule.c` and
+//! `Lib/random.py`. Reproducing them exactly gives a Rust learner the same split
+//! (25,626 / 3,203 / 3,204 words) and the same initial weights as the lecture.
+//!
+//! The crate is dependency-free so that `micrograd` can use it without tensors.
+//! [`Mt19937`] is public because PyTorch's CPU generator is the same twister
+//! seeded differently (`tensor::rng::TorchGenerator` builds on it).
+#![deny(missing_docs)]
+
+mod mt19937;
+
+pub use mt19937::Mt19937;
+
+/// CPython's `random.Random`: an MT19937 seeded the way `random.seed(int)` seeds it.
+#[derive(Clone, Debug)]
+pub struct PyRandom {
+    mt: Mt19937,
+}
+
+impl PyRandom {
+    /// `random.seed(n)` for a non-negative integer `n`.
+    ///
+    /// CPython splits `abs(n)` into 32-bit words, least significant first, and feeds
+    /// them to `init_by_array`; zero becomes the one-word key `[0]`.
+    pub fn seed(n: u64) -> PyRandom {
+        let low = n as u32;
+        let high = (n >> 32) as u32;
+        let key: &[u32] = if high == 0 { &[low] } else { &[low, high] };
+        PyRandom {
+            mt: Mt19937::from_key(key),
+        }
+    }
+
+    /// The next 32 raw bits of the twister (`genrand_uint32`).
+    pub fn next_u32(&mut self) -> u32 {
+        self.mt.next_u32()
+    }
+
+    /// `random.random()`: a double in [0, 1) built from 27 + 26 bits of two draws.
+    pub fn random(&mut self) -> f64 {
+        let a = (self.mt.next_u32() >> 5) as f64;
+        let b = (self.mt.next_u32() >> 6) as f64;
+        (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
+    }
+
+    /// `random.uniform(a, b)`: `a + (b - a) * random()`.
+    pub fn uniform(&mut self, a: f64, b: f64) -> f64 {
+        a + (b - a) * self.random()
+    }
+
+    /// `random.getrandbits(k)` for `k <= 64`.
+    ///
+    /// CPython fills 32-bit words least significant first; the last, partial word
+    /// keeps the high bits of its draw.
+    pub fn getrandbits(&mut self, k: u32) -> u64 {
+        assert!(k <= 64, "getrandbits supports k <= 64 here, got {k}");
+        if k == 0 {
+            return 0;
+        }
+        if k <= 32 {
+            return (self.mt.next_u32() >> (32 - k)) as u64;
+        }
+        let low = self.mt.next_u32() as u64;
+        let high = (self.mt.next_u32() >> (64 - k)) as u64;
+        low | (high << 32)
+    }
+
+    /// `random._randbelow(n)`: a uniform integer in [0, n) by rejection sampling
+    /// on `n.bit_length()` random bits.
+    pub fn randbelow(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let k = 64 - n.leading_zeros();
+        let mut r = self.getrandbits(k);
+        while r >= n {
+            r = self.getrandbits(k);
+        }
+        r
+    }
+
+    /// `random.shuffle(x)`: Fisher-Yates from the back, as CPython writes it.
+    pub fn shuffle<T>(&mut self, x: &mut [T]) {
+        for i in (1..x.len()).rev() {
+            let j = self.randbelow(i as u64 + 1) as usize;
+            x.swap(i, j);
+        }
+    }
+}
+
+#[cfg(feature = "rand")]
+impl rand::RngCore for PyRandom {
+    fn next_u32(&mut self) -> u32 {
+        self.mt.next_u32()
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.getrandbits(64)
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(4) {
+            let word = self.mt.next_u32().to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Printed by CPython 3.11: `random.seed(42); [random.random() for _ in range(3)]`.
+    #[test]
+    fn random_matches_cpython_seed_42() {
+        let mut rng = PyRandom::seed(42);
+        assert_eq!(rng.random(), 0.6394267984578837);
+        assert_eq!(rng.random(), 0.025010755222666936);
+        assert_eq!(rng.random(), 0.27502931836911926);
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation() {
+        let mut v: Vec<u32> = (0..100).collect();
+        PyRandom::seed(7).shuffle(&mut v);
+        let mut sorted = v.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
+        assert_ne!(v, sorted);
+    }
+}
