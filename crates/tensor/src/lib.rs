@@ -1,0 +1,107 @@
+//! An f32 n-dimensional tensor with PyTorch's semantics, for lectures 2 to 9.
+//!
+//! `Tensor` wraps an [`ndarray::ArcArray`]: cloning is a reference-count bump, and a
+//! write copies only when the buffer is shared. That lets the autograd tape keep
+//! the values it needs for backward without copying every activation.
+//!
+//! Broadcasting follows PyTorch exactly: shapes are aligned from the right and
+//! axes of size 1 stretch. A pair that does not broadcast panics with a message
+//! that names both shapes.
+//!
+//! The [`rng`] module reproduces `torch.Generator().manual_seed(s)` and CPython's
+//! `random`, so the lectures' seeded draws come out the same in Rust.
+#![deny(missing_docs)]
+
+use ndarray::{ArcArray, ArrayD, IxDyn};
+
+/// An f32 tensor of any rank, stored row-major.
+#[derive(Clone, PartialEq)]
+pub struct Tensor {
+    data: ArcArray<f32, IxDyn>,
+}
+
+impl Tensor {
+    /// A tensor from row-major values and a shape. Panics if the counts differ.
+    pub fn from_vec(values: Vec<f32>, shape: &[usize]) -> Tensor {
+        let count: usize = shape.iter().product();
+        assert!(
+            values.len() == count,
+            "from_vec: {} values do not fill shape {:?} ({} elements)",
+            values.len(),
+            shape,
+            count
+        );
+        let array = ArrayD::from_shape_vec(IxDyn(shape), values).expect("row-major shape");
+        Tensor {
+            data: array.into_shared(),
+        }
+    }
+
+    /// Wraps an ndarray array.
+    pub fn from_array(array: ArrayD<f32>) -> Tensor {
+        Tensor {
+            data: array.into_shared(),
+        }
+    }
+
+    /// A 0-d tensor holding one value.
+    pub fn scalar(value: f32) -> Tensor {
+        Tensor::from_vec(vec![value], &[])
+    }
+
+    /// The shape, outermost axis first.
+    pub fn shape(&self) -> &[usize] {
+        self.data.shape()
+    }
+
+    /// The number of axes.
+    pub fn ndim(&self) -> usize {
+        self.data.ndim()
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The values in row-major order.
+    pub fn to_vec(&self) -> Vec<f32> {
+        self.data.iter().copied().collect()
+    }
+
+    /// The single value of a one-element tensor (`tensor.item()`).
+    pub fn item(&self) -> f32 {
+        assert!(
+            self.len() == 1,
+            "item() needs one element, the shape is {:?}",
+            self.shape()
+        );
+        *self.data.iter().next().expect("one element")
+    }
+
+    /// A read-only ndarray view.
+    pub fn view(&self) -> ndarray::ArrayViewD<'_, f32> {
+        self.data.view()
+    }
+
+    /// The underlying shared array.
+    pub fn array(&self) -> &ArcArray<f32, IxDyn> {
+        &self.data
+    }
+
+    /// A mutable view; copies the buffer first if another tensor shares it.
+    pub fn view_mut(&mut self) -> ndarray::ArrayViewMutD<'_, f32> {
+        self.data.view_mut()
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor{:?} {}", self.shape(), self.data)
+    }
+}
