@@ -1,0 +1,53 @@
+//! Atomic file writes.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a
+/// rename, so readers see either the old file or the whole new one.
+/// Creates the parent folder if needed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(parent)?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{} has no file name", path.display())))?;
+    let tmp = parent.join(format!(
+        ".{}.tmp-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_the_whole_file_and_leaves_no_temp() {
+        let dir = std::env::temp_dir().join(format!("report-atomic-{}", std::process::id()));
+        let path = dir.join("sub").join("report.json");
+        write_atomic(&path, b"first version, longer").unwrap();
+        write_atomic(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("report.json")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,36 @@
+//! What every lecture run leaves behind, in one format.
+//!
+//! `cargo xtask lecture N` runs a lecture crate's binary, which trains and then
+//! checks its numbers against the lecture's. This crate is the part they share:
+//!
+//! - [`RunArgs`]: the flags every lecture binary accepts (`--out`, `--quick`,
+//!   `--seed`, `--steps`);
+//! - [`Run`] and [`Stage`]: timing, the loss log and the [`Target`]s of each stage;
+//! - [`Run::finish`]: writes `report.json` (schema version 1), `loss.csv`,
+//!   `loss.png` and `loss.svg`, prints the targets table, and turns a failed
+//!   target into a non-zero exit code;
+//! - [`Progress`]: a bar on a terminal, plain `step i/n: loss x` lines in CI logs;
+//! - [`write_atomic`]: temp file + rename, so a crash never leaves half a file.
+//!
+//! Other tools read `report.json`, so its field names are fixed:
+//!
+//! ```json
+//! {"schema_version": 1, "lecture": 3, "crate": "makemore-mlp", "mode": "full", "seed": 42,
+//!  "config": {}, "wall_seconds": 95.1,
+//!  "stages": [{"name": "mlp", "steps": 200000, "wall_seconds": 90.2, "ms_per_step": 0.45,
+//!              "final": {"train": 2.13, "val": 2.17},
+//!              "targets": [{"name": "val loss", "kind": "band", "expected": 2.1701,
+//!                           "tolerance": 0.03, "measured": 2.168, "pass": true}]}]}
+//! ```
+#![deny(missing_docs)]
+
+mod atomic;
+pub mod plot;
+mod progress;
+mod run;
+mod target;
+
+pub use atomic::write_atomic;
+pub use progress::Progress;
+pub use run::{LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION};
+pub use target::{Kind, Target};

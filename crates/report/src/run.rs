@@ -1,0 +1,414 @@
+//! A lecture run: its stages, their losses and targets, and the files it writes.
+
+use crate::plot;
+use crate::target::Target;
+use crate::write_atomic;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The version of `report.json`'s layout. Readers check it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The flags every lecture binary takes; `cargo xtask lecture N` passes them on.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Folder for report.json, loss.csv and the plots (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The shortened CI run: exact init checks and a loss bound after a few steps.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed for the run (default: the lecture's own seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Train for this many steps instead of the lecture's count; targets that
+    /// need the full run are then reported as `info`.
+    #[arg(long)]
+    pub steps: Option<usize>,
+}
+
+/// One row of `loss.csv`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LossRow {
+    /// The optimisation step (0-based).
+    pub step: usize,
+    /// The stage the row belongs to.
+    pub stage: String,
+    /// Training loss at this step (a minibatch or a full-split value).
+    pub train: f64,
+    /// Validation loss, where the run evaluated it at this step.
+    pub val: Option<f64>,
+    /// The learning rate used for this step.
+    pub lr: Option<f64>,
+}
+
+/// One stage as written to `report.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageReport {
+    /// The stage's name, e.g. "mlp" or "counting".
+    pub name: String,
+    /// Optimisation steps run (0 for stages without training).
+    pub steps: usize,
+    /// Wall-clock seconds of the stage.
+    pub wall_seconds: f64,
+    /// Milliseconds per step, when the stage has steps.
+    pub ms_per_step: Option<f64>,
+    /// Final losses by split ("train", "val", "test").
+    #[serde(rename = "final")]
+    pub final_losses: BTreeMap<String, f64>,
+    /// The stage's targets.
+    pub targets: Vec<Target>,
+}
+
+/// The whole `report.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The lecture number.
+    pub lecture: u32,
+    /// The crate that ran.
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    /// "full" or "quick".
+    pub mode: String,
+    /// The seed the run used.
+    pub seed: u64,
+    /// The run's configuration, as the lecture crate describes it.
+    pub config: Value,
+    /// Wall-clock seconds of the whole run.
+    pub wall_seconds: f64,
+    /// The stages in the order they ran.
+    pub stages: Vec<StageReport>,
+}
+
+/// A stage being run: its clock, loss rows and targets.
+pub struct Stage {
+    name: String,
+    steps: usize,
+    started: Instant,
+    wall_seconds: Option<f64>,
+    final_losses: BTreeMap<String, f64>,
+    targets: Vec<Target>,
+    rows: Vec<LossRow>,
+}
+
+impl Stage {
+    /// Appends a row to the loss log.
+    pub fn log(&mut self, step: usize, train: f64, val: Option<f64>, lr: Option<f64>) {
+        self.rows.push(LossRow {
+            step,
+            stage: self.name.clone(),
+            train,
+            val,
+            lr,
+        });
+    }
+
+    /// Records how many optimisation steps the stage ran.
+    pub fn set_steps(&mut self, steps: usize) {
+        self.steps = steps;
+    }
+
+    /// Records a final loss on a split.
+    pub fn set_final(&mut self, split: &str, loss: f64) {
+        self.final_losses.insert(split.to_string(), loss);
+    }
+
+    /// Adds a target and prints its verdict at once.
+    pub fn target(&mut self, target: Target) {
+        println!("{}", format_target_row(&self.name, &target));
+        self.targets.push(target);
+    }
+
+    /// Stops the stage's clock (the next stage or `finish` does it too).
+    pub fn end(&mut self) {
+        if self.wall_seconds.is_none() {
+            self.wall_seconds = Some(self.started.elapsed().as_secs_f64());
+        }
+    }
+
+    /// The targets so far.
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    fn report(&self) -> StageReport {
+        let wall = self
+            .wall_seconds
+            .unwrap_or_else(|| self.started.elapsed().as_secs_f64());
+        StageReport {
+            name: self.name.clone(),
+            steps: self.steps,
+            wall_seconds: wall,
+            ms_per_step: (self.steps > 0).then(|| wall * 1000.0 / self.steps as f64),
+            final_losses: self.final_losses.clone(),
+            targets: self.targets.clone(),
+        }
+    }
+}
+
+/// A lecture run. Create it first, add stages as they run, and `finish` it.
+pub struct Run {
+    lecture: u32,
+    crate_name: String,
+    args: RunArgs,
+    seed: u64,
+    config: Value,
+    started: Instant,
+    stages: Vec<Stage>,
+}
+
+impl Run {
+    /// Starts a run. `default_seed` is the lecture's own seed, used unless `--seed` is given.
+    pub fn new(
+        lecture: u32,
+        crate_name: &str,
+        args: &RunArgs,
+        default_seed: u64,
+        config: Value,
+    ) -> Run {
+        let seed = args.seed.unwrap_or(default_seed);
+        let mode = if args.quick { "quick" } else { "full" };
+        println!("lecture {lecture} ({crate_name}), {mode} run, seed {seed}");
+        Run {
+            lecture,
+            crate_name: crate_name.to_string(),
+            args: args.clone(),
+            seed,
+            config,
+            started: Instant::now(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// The seed in force.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Whether this is the shortened CI run.
+    pub fn quick(&self) -> bool {
+        self.args.quick
+    }
+
+    /// `--steps`, if given.
+    pub fn steps_override(&self) -> Option<usize> {
+        self.args.steps
+    }
+
+    /// The output folder.
+    pub fn out_dir(&self) -> &Path {
+        &self.args.out
+    }
+
+    /// Replaces the configuration recorded in the report.
+    pub fn set_config(&mut self, config: Value) {
+        self.config = config;
+    }
+
+    /// Ends the current stage and starts a new one.
+    pub fn stage(&mut self, name: &str) -> &mut Stage {
+        if let Some(last) = self.stages.last_mut() {
+            last.end();
+        }
+        println!("\n== {name}");
+        self.stages.push(Stage {
+            name: name.to_string(),
+            steps: 0,
+            started: Instant::now(),
+            wall_seconds: None,
+            final_losses: BTreeMap::new(),
+            targets: Vec::new(),
+            rows: Vec::new(),
+        });
+        self.stages.last_mut().expect("just pushed")
+    }
+
+    /// Writes a file into the output folder atomically and returns its path.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+        let path = self.args.out.join(name);
+        write_atomic(&path, bytes)?;
+        Ok(path)
+    }
+
+    /// The report as it stands.
+    pub fn report(&self) -> RunReport {
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            lecture: self.lecture,
+            crate_name: self.crate_name.clone(),
+            mode: if self.args.quick { "quick" } else { "full" }.to_string(),
+            seed: self.seed,
+            config: self.config.clone(),
+            wall_seconds: self.started.elapsed().as_secs_f64(),
+            stages: self.stages.iter().map(Stage::report).collect(),
+        }
+    }
+
+    /// Writes report.json, loss.csv and the plots, prints the targets table, and
+    /// returns exit code 1 if a gating target failed (2 if the files could not be written).
+    pub fn finish(mut self) -> ExitCode {
+        if let Some(last) = self.stages.last_mut() {
+            last.end();
+        }
+        let report = self.report();
+        let rows: Vec<&LossRow> = self.stages.iter().flat_map(|s| &s.rows).collect();
+        if let Err(e) = self.write_outputs(&report, &rows) {
+            eprintln!(
+                "error: could not write the run's files under {}: {e}",
+                self.args.out.display()
+            );
+            return ExitCode::from(2);
+        }
+        println!("\n{}", targets_table(&report));
+        let failed: Vec<String> = report
+            .stages
+            .iter()
+            .flat_map(|s| {
+                s.targets
+                    .iter()
+                    .filter(|t| t.gates() && !t.pass)
+                    .map(move |t| format!("{}: {}", s.name, t.name))
+            })
+            .collect();
+        println!("wrote {}", self.args.out.join("report.json").display());
+        if failed.is_empty() {
+            println!("all targets passed ({:.1} s)", report.wall_seconds);
+            ExitCode::SUCCESS
+        } else {
+            println!("{} target(s) FAILED: {}", failed.len(), failed.join("; "));
+            ExitCode::from(1)
+        }
+    }
+
+    fn write_outputs(&self, report: &RunReport, rows: &[&LossRow]) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(report).map_err(std::io::Error::other)?;
+        self.write_file("report.json", &json)?;
+        if !rows.is_empty() {
+            self.write_file("loss.csv", &loss_csv(rows)?)?;
+            let title = format!("lecture {} ({}): loss", self.lecture, self.crate_name);
+            let png = self.args.out.join("loss.png");
+            let svg = self.args.out.join("loss.svg");
+            plot::loss_curves(&title, rows, &png, &svg).map_err(std::io::Error::other)?;
+        }
+        Ok(())
+    }
+}
+
+fn loss_csv(rows: &[&LossRow]) -> std::io::Result<Vec<u8>> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(["step", "stage", "train", "val", "lr"])?;
+    let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();
+    for row in rows {
+        writer.write_record([
+            row.step.to_string(),
+            row.stage.clone(),
+            row.train.to_string(),
+            opt(row.val),
+            opt(row.lr),
+        ])?;
+    }
+    writer
+        .into_inner()
+        .map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+fn show(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn format_target_row(stage: &str, t: &Target) -> String {
+    let expected = match t.tolerance {
+        Some(tol) => format!("{} ±{}", show(&t.expected), tol),
+        None if t.kind == crate::Kind::Below => format!("< {}", show(&t.expected)),
+        None => show(&t.expected),
+    };
+    let verdict = match (t.gates(), t.pass) {
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+        (false, true) => "info",
+        (false, false) => "info (miss)",
+    };
+    format!(
+        "{stage:<14} {:<34} {:>24} {:>24}  {verdict}",
+        t.name,
+        expected,
+        show(&t.measured)
+    )
+}
+
+/// The table printed at the end of a run: stage, target, expected, got, verdict.
+pub fn targets_table(report: &RunReport) -> String {
+    let mut out = format!(
+        "{:<14} {:<34} {:>24} {:>24}  result\n",
+        "stage", "target", "expected", "got"
+    );
+    for stage in &report.stages {
+        for t in &stage.targets {
+            out.push_str(&format_target_row(&stage.name, t));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(dir: &Path) -> RunArgs {
+        RunArgs {
+            out: dir.to_path_buf(),
+            quick: true,
+            seed: None,
+            steps: None,
+        }
+    }
+
+    #[test]
+    fn writes_the_schema_and_fails_on_a_missed_target() {
+        let dir = std::env::temp_dir().join(format!("report-run-{}", std::process::id()));
+        let mut run = Run::new(
+            2,
+            "makemore-bigram",
+            &args(&dir),
+            2147483647,
+            serde_json::json!({"lr": 50}),
+        );
+        let stage = run.stage("neural");
+        for step in 0..3 {
+            stage.log(step, 3.0 - step as f64 * 0.1, None, Some(50.0));
+        }
+        stage.set_steps(3);
+        stage.set_final("train", 2.8);
+        stage.target(Target::exact("step-0 loss", 3.0, 1e-5, 3.0));
+        stage.target(Target::band("final loss", 2.48, 0.01, 2.8));
+        assert_eq!(run.finish(), ExitCode::from(1));
+
+        let report: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+        assert_eq!(report["schema_version"], 1);
+        assert_eq!(report["crate"], "makemore-bigram");
+        assert_eq!(report["mode"], "quick");
+        assert_eq!(report["seed"], 2147483647u64);
+        assert_eq!(report["stages"][0]["final"]["train"], 2.8);
+        assert_eq!(report["stages"][0]["targets"][1]["pass"], false);
+        let csv = std::fs::read_to_string(dir.join("loss.csv")).unwrap();
+        assert_eq!(csv.lines().next(), Some("step,stage,train,val,lr"));
+        assert_eq!(csv.lines().count(), 4);
+        assert!(std::fs::metadata(dir.join("loss.png")).unwrap().len() > 1000);
+        assert!(std::fs::read_to_string(dir.join("loss.svg"))
+            .unwrap()
+            .contains("<svg"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
