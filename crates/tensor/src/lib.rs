@@ -12,6 +12,17 @@
 //! `random`, so the lectures' seeded draws come out the same in Rust.
 #![deny(missing_docs)]
 
+mod broadcast;
+mod creation;
+mod elementwise;
+mod index;
+mod matmul;
+mod reduce;
+mod shape;
+
+pub use broadcast::{broadcast_shapes, ShapeError};
+pub use elementwise::erf;
+
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
 /// An f32 tensor of any rank, stored row-major.

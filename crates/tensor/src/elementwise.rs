@@ -1,0 +1,316 @@
+//! Element-wise maths: binary ops that broadcast, 0/1 comparison masks, unary
+//! functions, and the `+ - * /` operators.
+//!
+//! Every binary op goes through one function, [`Tensor::zip_map`], so broadcasting
+//! and its error message live in one place.
+
+use crate::{broadcast_shapes, Tensor};
+use ndarray::{IxDyn, Zip};
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+impl Tensor {
+    /// Applies `f` to pairs of elements after broadcasting both operands
+    /// (`torch` style). Panics naming both shapes if they do not broadcast.
+    pub fn zip_map(&self, other: &Tensor, f: impl Fn(f32, f32) -> f32) -> Tensor {
+        if self.shape() == other.shape() {
+            let out = Zip::from(&self.data)
+                .and(&other.data)
+                .map_collect(|&a, &b| f(a, b));
+            return Tensor::from_array(out);
+        }
+        let shape = broadcast_shapes(self.shape(), other.shape()).unwrap_or_else(|e| panic!("{e}"));
+        // Broadcast views have stride 0 on stretched axes, so nothing is copied.
+        let a = self.data.broadcast(IxDyn(&shape)).expect("checked shape");
+        let b = other.data.broadcast(IxDyn(&shape)).expect("checked shape");
+        Tensor::from_array(Zip::from(&a).and(&b).map_collect(|&a, &b| f(a, b)))
+    }
+
+    /// Applies `f` to every element.
+    pub fn map(&self, f: impl Fn(f32) -> f32) -> Tensor {
+        Tensor::from_array(self.data.map(|&x| f(x)))
+    }
+
+    /// `self + other`, broadcasting.
+    pub fn add(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| a + b)
+    }
+
+    /// `self - other`, broadcasting.
+    pub fn sub(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| a - b)
+    }
+
+    /// `self * other`, broadcasting.
+    pub fn mul(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| a * b)
+    }
+
+    /// `self / other`, broadcasting.
+    pub fn div(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| a / b)
+    }
+
+    /// `torch.pow(self, other)` with a tensor exponent, broadcasting.
+    pub fn pow(&self, exponent: &Tensor) -> Tensor {
+        self.zip_map(exponent, f32::powf)
+    }
+
+    /// `torch.maximum`: the larger element; NaN wins, as in PyTorch.
+    pub fn maximum(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| if a.is_nan() || a > b { a } else { b })
+    }
+
+    /// `torch.minimum`: the smaller element; NaN wins, as in PyTorch.
+    pub fn minimum(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| if a.is_nan() || a < b { a } else { b })
+    }
+
+    /// `self == other` as a 1.0/0.0 mask.
+    pub fn eq(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| mask(a == b))
+    }
+
+    /// `self != other` as a 1.0/0.0 mask.
+    pub fn ne(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| mask(a != b))
+    }
+
+    /// `self < other` as a 1.0/0.0 mask.
+    pub fn lt(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| mask(a < b))
+    }
+
+    /// `self <= other` as a 1.0/0.0 mask.
+    pub fn le(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| mask(a <= b))
+    }
+
+    /// `self > other` as a 1.0/0.0 mask.
+    pub fn gt(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| mask(a > b))
+    }
+
+    /// `self >= other` as a 1.0/0.0 mask.
+    pub fn ge(&self, other: &Tensor) -> Tensor {
+        self.zip_map(other, |a, b| mask(a >= b))
+    }
+
+    /// `self + value`.
+    pub fn add_scalar(&self, value: f32) -> Tensor {
+        self.map(|x| x + value)
+    }
+
+    /// `self * value`.
+    pub fn mul_scalar(&self, value: f32) -> Tensor {
+        self.map(|x| x * value)
+    }
+
+    /// `-self`.
+    pub fn neg(&self) -> Tensor {
+        self.map(|x| -x)
+    }
+
+    /// `|self|`.
+    pub fn abs(&self) -> Tensor {
+        self.map(f32::abs)
+    }
+
+    /// `self ** exponent`. Like PyTorch, the common exponents use exact
+    /// multiplications or `sqrt` instead of the general `pow`.
+    pub fn powf(&self, exponent: f32) -> Tensor {
+        match exponent {
+            0.5 => self.map(f32::sqrt),
+            2.0 => self.map(|x| x * x),
+            3.0 => self.map(|x| x * x * x),
+            -0.5 => self.map(|x| 1.0 / x.sqrt()),
+            -1.0 => self.map(|x| 1.0 / x),
+            -2.0 => self.map(|x| 1.0 / (x * x)),
+            _ => self.map(|x| x.powf(exponent)),
+        }
+    }
+
+    /// `e ** self`.
+    pub fn exp(&self) -> Tensor {
+        self.map(f32::exp)
+    }
+
+    /// The natural logarithm.
+    pub fn log(&self) -> Tensor {
+        self.map(f32::ln)
+    }
+
+    /// `log(1 + self)`, accurate near zero.
+    pub fn log1p(&self) -> Tensor {
+        self.map(f32::ln_1p)
+    }
+
+    /// The sine.
+    pub fn sin(&self) -> Tensor {
+        self.map(f32::sin)
+    }
+
+    /// The cosine.
+    pub fn cos(&self) -> Tensor {
+        self.map(f32::cos)
+    }
+
+    /// The hyperbolic tangent.
+    pub fn tanh(&self) -> Tensor {
+        self.map(f32::tanh)
+    }
+
+    /// The square root.
+    pub fn sqrt(&self) -> Tensor {
+        self.map(f32::sqrt)
+    }
+
+    /// `max(self, 0)`; NaN stays NaN as in PyTorch.
+    pub fn relu(&self) -> Tensor {
+        self.map(|x| if x > 0.0 || x.is_nan() { x } else { 0.0 })
+    }
+
+    /// `1 / (1 + e ** -self)`.
+    pub fn sigmoid(&self) -> Tensor {
+        self.map(|x| 1.0 / (1.0 + (-x).exp()))
+    }
+
+    /// The error function, element-wise.
+    pub fn erf(&self) -> Tensor {
+        self.map(|x| erf(x as f64) as f32)
+    }
+
+    /// `F.gelu(x)`: `x * Φ(x) = x/2 * (1 + erf(x/√2))`, in PyTorch's f32 order.
+    pub fn gelu(&self) -> Tensor {
+        self.map(|x| {
+            let e = erf((x * std::f32::consts::FRAC_1_SQRT_2) as f64) as f32;
+            x * 0.5 * (1.0 + e)
+        })
+    }
+
+    /// `F.gelu(x, approximate='tanh')`, GPT-2's activation:
+    /// `x/2 * (1 + tanh(√(2/π) * (x + 0.044715 x³)))`.
+    pub fn gelu_tanh(&self) -> Tensor {
+        // PyTorch builds √(2/π) as √2 · (2/√π) · 0.5 in f32; the same here.
+        let beta = std::f32::consts::SQRT_2 * std::f32::consts::FRAC_2_SQRT_PI * 0.5;
+        let kappa = 0.044715f32;
+        self.map(|x| {
+            let inner = beta * (x + kappa * (x * x * x));
+            0.5 * x * (1.0 + inner.tanh())
+        })
+    }
+}
+
+fn mask(condition: bool) -> f32 {
+    if condition {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// The error function in f64, accurate to about 1e-15, so rounding it to f32 gives
+/// the correctly rounded value almost always. Rust's standard library has no `erf`.
+///
+/// Below 3 it sums the series `erf(x) = 2/√π · e^(-x²) · Σ (2x²)^n x / (1·3·…·(2n+1))`,
+/// whose terms are all positive (no cancellation). From 3 up it evaluates the
+/// continued fraction `erfc(x) = e^(-x²)/√π · 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + …))))`.
+pub fn erf(x: f64) -> f64 {
+    let ax = x.abs();
+    if ax.is_nan() {
+        return x;
+    }
+    let x2 = ax * ax;
+    let value = if ax < 3.0 {
+        let mut term = ax;
+        let mut sum = ax;
+        let mut n = 0.0;
+        while term > sum * 1e-17 {
+            n += 1.0;
+            term *= 2.0 * x2 / (2.0 * n + 1.0);
+            sum += term;
+        }
+        std::f64::consts::FRAC_2_SQRT_PI * (-x2).exp() * sum
+    } else if ax < 7.0 {
+        let mut fraction = ax;
+        for k in (1..=60).rev() {
+            fraction = ax + (k as f64 * 0.5) / fraction;
+        }
+        // 1/√π = (2/√π) / 2
+        1.0 - 0.5 * std::f64::consts::FRAC_2_SQRT_PI * (-x2).exp() / fraction
+    } else {
+        1.0
+    };
+    value.copysign(x)
+}
+
+macro_rules! binary_operator {
+    ($trait:ident, $method:ident, $op:tt) => {
+        impl $trait<&Tensor> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                self.zip_map(rhs, |a, b| a $op b)
+            }
+        }
+        impl $trait<Tensor> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                &self $op &rhs
+            }
+        }
+        impl $trait<&Tensor> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                &self $op rhs
+            }
+        }
+        impl $trait<Tensor> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                self $op &rhs
+            }
+        }
+        impl $trait<f32> for &Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: f32) -> Tensor {
+                self.map(|a| a $op rhs)
+            }
+        }
+        impl $trait<f32> for Tensor {
+            type Output = Tensor;
+            fn $method(self, rhs: f32) -> Tensor {
+                &self $op rhs
+            }
+        }
+        impl $trait<&Tensor> for f32 {
+            type Output = Tensor;
+            fn $method(self, rhs: &Tensor) -> Tensor {
+                rhs.map(|b| self $op b)
+            }
+        }
+        impl $trait<Tensor> for f32 {
+            type Output = Tensor;
+            fn $method(self, rhs: Tensor) -> Tensor {
+                self $op &rhs
+            }
+        }
+    };
+}
+
+binary_operator!(Add, add, +);
+binary_operator!(Sub, sub, -);
+binary_operator!(Mul, mul, *);
+binary_operator!(Div, div, /);
+
+impl Neg for &Tensor {
+    type Output = Tensor;
+    fn neg(self) -> Tensor {
+        self.map(|x| -x)
+    }
+}
+
+impl Neg for Tensor {
+    type Output = Tensor;
+    fn neg(self) -> Tensor {
+        -&self
+    }
+}

@@ -1,0 +1,298 @@
+//! Reductions: sums, means, max, variance, cumulative sums and top-k.
+//!
+//! Sums accumulate in f64. PyTorch's f32 cascade sum is accurate to a few units
+//! in the last place; a plain f32 loop over 10⁵ elements is not, and the loss of
+//! a whole data set is such a sum.
+
+use crate::shape::axis_index;
+use crate::Tensor;
+use ndarray::{ArrayD, Axis, IxDyn};
+
+impl Tensor {
+    /// Normalises (possibly negative) axes, sorted, without repeats.
+    fn reduced_axes(&self, axes: &[isize]) -> Vec<usize> {
+        let mut out: Vec<usize> = axes.iter().map(|&a| axis_index(a, self.shape())).collect();
+        out.sort_unstable();
+        let before = out.len();
+        out.dedup();
+        assert!(
+            before == out.len(),
+            "axis repeated in {:?} for shape {:?}",
+            axes,
+            self.shape()
+        );
+        out
+    }
+
+    /// The shape left after reducing `axes`, with 1s in their place if `keepdim`.
+    fn reduced_shape(&self, axes: &[usize], keepdim: bool) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (i, &d) in self.shape().iter().enumerate() {
+            if !axes.contains(&i) {
+                out.push(d);
+            } else if keepdim {
+                out.push(1);
+            }
+        }
+        out
+    }
+
+    /// Applies `f` to each lane of the reduced axes and returns one value per lane,
+    /// laid out row-major over the remaining axes.
+    ///
+    /// The reduced axes are permuted last and the buffer made contiguous (a copy only
+    /// when the layout needs one), so each lane is one slice.
+    fn reduce_lanes<T>(&self, axes: &[usize], f: impl Fn(&[f32]) -> T) -> Vec<T> {
+        let mut perm: Vec<usize> = (0..self.ndim()).filter(|i| !axes.contains(i)).collect();
+        perm.extend_from_slice(axes);
+        let lane: usize = axes.iter().map(|&a| self.shape()[a]).product();
+        let view = self.data.view().permuted_axes(IxDyn(&perm));
+        let contiguous = view.as_standard_layout();
+        let values = contiguous.as_slice().expect("standard layout");
+        if lane == 0 {
+            let kept: usize = perm[..perm.len() - axes.len()]
+                .iter()
+                .map(|&a| self.shape()[a])
+                .product();
+            return (0..kept).map(|_| f(&[])).collect();
+        }
+        values.chunks(lane).map(f).collect()
+    }
+
+    /// Sums over `axes` (`x.sum(dim=axes, keepdim=keepdim)`).
+    pub fn sum_axes(&self, axes: &[isize], keepdim: bool) -> Tensor {
+        let axes = self.reduced_axes(axes);
+        let shape = self.reduced_shape(&axes, keepdim);
+        let leading = axes.iter().enumerate().all(|(i, &a)| i == a);
+        if leading && self.data.is_standard_layout() && !axes.is_empty() {
+            // Summing leading axes (a bias gradient over the batch) adds whole rows,
+            // which runs straight through memory instead of copying a transpose.
+            let row: usize = self.shape()[axes.len()..].iter().product();
+            let mut acc = vec![0f64; row];
+            let values = self.data.as_slice().expect("standard layout");
+            if row > 0 {
+                for chunk in values.chunks(row) {
+                    for (a, &x) in acc.iter_mut().zip(chunk) {
+                        *a += x as f64;
+                    }
+                }
+            }
+            return Tensor::from_vec(acc.into_iter().map(|a| a as f32).collect(), &shape);
+        }
+        let values = self.reduce_lanes(&axes, |lane| {
+            lane.iter().map(|&x| x as f64).sum::<f64>() as f32
+        });
+        Tensor::from_vec(values, &shape)
+    }
+
+    /// Sums over one axis (`x.sum(axis, keepdim)`); negative axes count from the end.
+    pub fn sum(&self, axis: isize, keepdim: bool) -> Tensor {
+        self.sum_axes(&[axis], keepdim)
+    }
+
+    /// The sum of every element, as a 0-d tensor.
+    pub fn sum_all(&self) -> Tensor {
+        let total: f64 = self.data.iter().map(|&x| x as f64).sum();
+        Tensor::scalar(total as f32)
+    }
+
+    /// The mean over `axes`.
+    pub fn mean_axes(&self, axes: &[isize], keepdim: bool) -> Tensor {
+        let axes = self.reduced_axes(axes);
+        let shape = self.reduced_shape(&axes, keepdim);
+        let values = self.reduce_lanes(&axes, |lane| {
+            (lane.iter().map(|&x| x as f64).sum::<f64>() / lane.len() as f64) as f32
+        });
+        Tensor::from_vec(values, &shape)
+    }
+
+    /// The mean over one axis.
+    pub fn mean(&self, axis: isize, keepdim: bool) -> Tensor {
+        self.mean_axes(&[axis], keepdim)
+    }
+
+    /// The mean of every element, as a 0-d tensor.
+    pub fn mean_all(&self) -> Tensor {
+        let total: f64 = self.data.iter().map(|&x| x as f64).sum();
+        Tensor::scalar((total / self.len() as f64) as f32)
+    }
+
+    /// The largest element, as a 0-d tensor; NaN if any element is NaN.
+    pub fn max_all(&self) -> Tensor {
+        assert!(
+            !self.is_empty(),
+            "max_all of an empty tensor, shape {:?}",
+            self.shape()
+        );
+        Tensor::scalar(self.data.iter().copied().fold(f32::NEG_INFINITY, nan_max))
+    }
+
+    /// The largest value along `axis` (the values of `x.max(axis, keepdim)`).
+    pub fn max(&self, axis: isize, keepdim: bool) -> Tensor {
+        let axes = self.reduced_axes(&[axis]);
+        assert!(
+            self.shape()[axes[0]] > 0,
+            "max over an empty axis of shape {:?}",
+            self.shape()
+        );
+        let shape = self.reduced_shape(&axes, keepdim);
+        let values = self.reduce_lanes(&axes, |lane| {
+            lane.iter().copied().fold(f32::NEG_INFINITY, nan_max)
+        });
+        Tensor::from_vec(values, &shape)
+    }
+
+    /// The smallest element, as a 0-d tensor; NaN if any element is NaN.
+    pub fn min_all(&self) -> Tensor {
+        assert!(
+            !self.is_empty(),
+            "min_all of an empty tensor, shape {:?}",
+            self.shape()
+        );
+        Tensor::scalar(self.data.iter().copied().fold(f32::INFINITY, nan_min))
+    }
+
+    /// The smallest value along `axis` (the values of `x.min(axis, keepdim)`).
+    pub fn min(&self, axis: isize, keepdim: bool) -> Tensor {
+        let axes = self.reduced_axes(&[axis]);
+        assert!(
+            self.shape()[axes[0]] > 0,
+            "min over an empty axis of shape {:?}",
+            self.shape()
+        );
+        let shape = self.reduced_shape(&axes, keepdim);
+        let values = self.reduce_lanes(&axes, |lane| {
+            lane.iter().copied().fold(f32::INFINITY, nan_min)
+        });
+        Tensor::from_vec(values, &shape)
+    }
+
+    /// The index of the largest value along `axis`, row-major over the other axes.
+    /// Ties give the first index, as `torch.argmax` does.
+    pub fn argmax(&self, axis: isize) -> Vec<usize> {
+        let axes = self.reduced_axes(&[axis]);
+        assert!(
+            self.shape()[axes[0]] > 0,
+            "argmax over an empty axis of shape {:?}",
+            self.shape()
+        );
+        self.reduce_lanes(&axes, |lane| {
+            let mut best = 0;
+            for (i, &x) in lane.iter().enumerate() {
+                if lane[best].is_nan() {
+                    break;
+                }
+                if x > lane[best] || x.is_nan() {
+                    best = i;
+                }
+            }
+            best
+        })
+    }
+
+    /// The variance over `axes`; `unbiased` divides by `n - 1` (Bessel's correction,
+    /// `torch.var`'s default), otherwise by `n`.
+    pub fn var_axes(&self, axes: &[isize], keepdim: bool, unbiased: bool) -> Tensor {
+        let axes = self.reduced_axes(axes);
+        let shape = self.reduced_shape(&axes, keepdim);
+        let values = self.reduce_lanes(&axes, |lane| variance(lane, unbiased) as f32);
+        Tensor::from_vec(values, &shape)
+    }
+
+    /// The variance over one axis.
+    pub fn var(&self, axis: isize, keepdim: bool, unbiased: bool) -> Tensor {
+        self.var_axes(&[axis], keepdim, unbiased)
+    }
+
+    /// The standard deviation over `axes`.
+    pub fn std_axes(&self, axes: &[isize], keepdim: bool, unbiased: bool) -> Tensor {
+        let axes = self.reduced_axes(axes);
+        let shape = self.reduced_shape(&axes, keepdim);
+        let values = self.reduce_lanes(&axes, |lane| variance(lane, unbiased).sqrt() as f32);
+        Tensor::from_vec(values, &shape)
+    }
+
+    /// The standard deviation over one axis.
+    pub fn std(&self, axis: isize, keepdim: bool, unbiased: bool) -> Tensor {
+        self.std_axes(&[axis], keepdim, unbiased)
+    }
+
+    /// Running sums along `axis` (`torch.cumsum`), accumulated in f64 as PyTorch's
+    /// CPU kernel does for f32.
+    pub fn cumsum(&self, axis: isize) -> Tensor {
+        let axis = axis_index(axis, self.shape());
+        let mut out = ArrayD::<f32>::zeros(IxDyn(self.shape()));
+        for (lane_in, mut lane_out) in self
+            .data
+            .lanes(Axis(axis))
+            .into_iter()
+            .zip(out.lanes_mut(Axis(axis)))
+        {
+            let mut acc = 0f64;
+            for (x, y) in lane_in.iter().zip(lane_out.iter_mut()) {
+                acc += *x as f64;
+                *y = acc as f32;
+            }
+        }
+        Tensor::from_array(out)
+    }
+
+    /// The `k` largest values along the last axis, sorted descending, and their
+    /// indices (`torch.topk(x, k)`). Both are laid out as shape `(..., k)`.
+    /// Equal values keep their original order.
+    pub fn topk(&self, k: usize) -> (Tensor, Vec<usize>) {
+        assert!(self.ndim() > 0, "topk of a 0-d tensor");
+        let last = self.ndim() - 1;
+        assert!(
+            k <= self.shape()[last],
+            "topk: k = {k} is larger than the last axis of shape {:?}",
+            self.shape()
+        );
+        let picks = self.reduce_lanes(&[last], |lane| {
+            let mut order: Vec<usize> = (0..lane.len()).collect();
+            // NaN sorts as the largest value, as in PyTorch.
+            order.sort_by(|&i, &j| {
+                let (a, b) = (lane[i], lane[j]);
+                match (a.is_nan(), b.is_nan()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Less,
+                    (false, true) => std::cmp::Ordering::Greater,
+                    _ => b.partial_cmp(&a).expect("not NaN"),
+                }
+            });
+            order.truncate(k);
+            order.into_iter().map(|i| (lane[i], i)).collect::<Vec<_>>()
+        });
+        let mut shape = self.shape().to_vec();
+        shape[last] = k;
+        let values = picks.iter().flatten().map(|p| p.0).collect();
+        let indices = picks.iter().flatten().map(|p| p.1).collect();
+        (Tensor::from_vec(values, &shape), indices)
+    }
+}
+
+fn nan_max(a: f32, b: f32) -> f32 {
+    if a.is_nan() || a >= b {
+        a
+    } else {
+        b
+    }
+}
+
+fn nan_min(a: f32, b: f32) -> f32 {
+    if a.is_nan() || a <= b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Two-pass variance in f64: the mean first, then the squared deviations, which
+/// avoids the cancellation of `E[x²] - E[x]²`.
+fn variance(lane: &[f32], unbiased: bool) -> f64 {
+    let n = lane.len() as f64;
+    let mean = lane.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let squares: f64 = lane.iter().map(|&x| (x as f64 - mean).powi(2)).sum();
+    let dof = if unbiased { n - 1.0 } else { n };
+    squares / dof
+}

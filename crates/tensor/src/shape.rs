@@ -1,0 +1,233 @@
+//! Shape changes: reshape, transpose, permute, flatten, (un)squeeze, narrow,
+//! concatenation, stacking and splitting.
+//!
+//! Transposes, permutes, narrows and (un)squeezes share the buffer and only change
+//! strides, as in PyTorch; every op reads any layout. `reshape` and `view_shape`
+//! copy only when the layout is not row-major, and `contiguous` makes it so.
+
+use crate::Tensor;
+use ndarray::{ArrayViewD, Axis, IxDyn, Slice};
+
+/// Turns a PyTorch axis (negative counts from the end) into an index into `shape`.
+pub(crate) fn axis_index(axis: isize, shape: &[usize]) -> usize {
+    let ndim = shape.len() as isize;
+    let a = if axis < 0 { axis + ndim } else { axis };
+    assert!(
+        (0..ndim).contains(&a),
+        "axis {axis} is out of range for shape {shape:?}"
+    );
+    a as usize
+}
+
+impl Tensor {
+    /// The same values in a new shape with the same element count
+    /// (`x.reshape(shape)`). Panics naming both shapes if the counts differ.
+    pub fn reshape(&self, shape: &[usize]) -> Tensor {
+        let count: usize = shape.iter().product();
+        assert!(
+            count == self.len(),
+            "cannot reshape {:?} ({} elements) into {:?} ({} elements)",
+            self.shape(),
+            self.len(),
+            shape,
+            count
+        );
+        let data = if self.data.is_standard_layout() {
+            self.data.clone()
+        } else {
+            self.data.as_standard_layout().into_owned().into_shared()
+        };
+        Tensor {
+            data: data
+                .into_shape_with_order(IxDyn(shape))
+                .expect("standard layout, same count"),
+        }
+    }
+
+    /// `x.view(shape)`: a reshape where one axis may be `-1`, inferred from the
+    /// element count.
+    pub fn view_shape(&self, shape: &[isize]) -> Tensor {
+        let known: usize = shape
+            .iter()
+            .filter(|&&d| d >= 0)
+            .map(|&d| d as usize)
+            .product();
+        let inferred = shape.iter().filter(|&&d| d == -1).count();
+        assert!(
+            inferred <= 1 && shape.iter().all(|&d| d >= -1),
+            "view: only one -1 allowed in {shape:?}"
+        );
+        let resolved: Vec<usize> = shape
+            .iter()
+            .map(|&d| {
+                if d >= 0 {
+                    d as usize
+                } else {
+                    assert!(
+                        known > 0 && self.len().is_multiple_of(known),
+                        "cannot view {:?} ({} elements) as {:?}",
+                        self.shape(),
+                        self.len(),
+                        shape
+                    );
+                    self.len() / known
+                }
+            })
+            .collect();
+        self.reshape(&resolved)
+    }
+
+    /// Swaps two axes (`x.transpose(a, b)`), sharing the buffer.
+    pub fn transpose(&self, a: isize, b: isize) -> Tensor {
+        let (a, b) = (axis_index(a, self.shape()), axis_index(b, self.shape()));
+        let mut data = self.data.clone();
+        data.swap_axes(a, b);
+        Tensor { data }
+    }
+
+    /// The transpose of a 2-D tensor (`x.t()` / `x.T`).
+    pub fn t(&self) -> Tensor {
+        assert!(
+            self.ndim() == 2,
+            "t() needs a 2-D tensor, the shape is {:?}",
+            self.shape()
+        );
+        self.transpose(0, 1)
+    }
+
+    /// Reorders the axes (`x.permute(order)`): axis `i` of the result is axis
+    /// `order[i]` of `self`.
+    pub fn permute(&self, order: &[usize]) -> Tensor {
+        let mut seen = vec![false; self.ndim()];
+        let valid = order.len() == self.ndim()
+            && order
+                .iter()
+                .all(|&a| a < self.ndim() && !std::mem::replace(&mut seen[a], true));
+        assert!(
+            valid,
+            "permute: {order:?} is not an order of the axes of shape {:?}",
+            self.shape()
+        );
+        Tensor {
+            data: self.data.clone().permuted_axes(IxDyn(order)),
+        }
+    }
+
+    /// Merges axes `start..=end` into one (`x.flatten(start, end)`).
+    pub fn flatten(&self, start: isize, end: isize) -> Tensor {
+        if self.ndim() == 0 {
+            return self.reshape(&[1]);
+        }
+        let (s, e) = (
+            axis_index(start, self.shape()),
+            axis_index(end, self.shape()),
+        );
+        assert!(
+            s <= e,
+            "flatten: start {start} comes after end {end} for shape {:?}",
+            self.shape()
+        );
+        let mut shape = self.shape()[..s].to_vec();
+        shape.push(self.shape()[s..=e].iter().product());
+        shape.extend_from_slice(&self.shape()[e + 1..]);
+        self.reshape(&shape)
+    }
+
+    /// Inserts an axis of size 1 at `axis` (`x.unsqueeze(axis)`); `-1` appends it.
+    pub fn unsqueeze(&self, axis: isize) -> Tensor {
+        let ndim = self.ndim() as isize;
+        let a = if axis < 0 { axis + ndim + 1 } else { axis };
+        assert!(
+            (0..=ndim).contains(&a),
+            "unsqueeze: axis {axis} is out of range for shape {:?}",
+            self.shape()
+        );
+        Tensor {
+            data: self.data.clone().insert_axis(Axis(a as usize)),
+        }
+    }
+
+    /// Removes `axis` if its size is 1, and otherwise returns the tensor unchanged
+    /// (`x.squeeze(axis)`).
+    pub fn squeeze(&self, axis: isize) -> Tensor {
+        let a = axis_index(axis, self.shape());
+        if self.shape()[a] != 1 {
+            return self.clone();
+        }
+        Tensor {
+            data: self.data.clone().index_axis_move(Axis(a), 0),
+        }
+    }
+
+    /// `len` consecutive entries along `axis` from `start` (`x.narrow(axis, start, len)`),
+    /// sharing the buffer.
+    pub fn narrow(&self, axis: isize, start: usize, len: usize) -> Tensor {
+        let a = axis_index(axis, self.shape());
+        assert!(
+            start + len <= self.shape()[a],
+            "narrow: {start}..{} is out of range for axis {axis} of shape {:?}",
+            start + len,
+            self.shape()
+        );
+        let mut data = self.data.clone();
+        data.slice_axis_inplace(Axis(a), Slice::from(start..start + len));
+        Tensor { data }
+    }
+
+    /// Joins tensors along an existing axis (`torch.cat(tensors, axis)`).
+    /// Panics naming the shapes if the other axes differ.
+    pub fn concat(tensors: &[&Tensor], axis: isize) -> Tensor {
+        assert!(!tensors.is_empty(), "concat of no tensors");
+        let a = axis_index(axis, tensors[0].shape());
+        let views: Vec<ArrayViewD<f32>> = tensors.iter().map(|t| t.data.view()).collect();
+        let joined = ndarray::concatenate(Axis(a), &views).unwrap_or_else(|_| {
+            let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+            panic!("cannot concatenate shapes {shapes:?} along axis {axis}")
+        });
+        Tensor::from_array(joined)
+    }
+
+    /// Joins same-shaped tensors along a new axis (`torch.stack(tensors, axis)`).
+    pub fn stack(tensors: &[&Tensor], axis: isize) -> Tensor {
+        assert!(!tensors.is_empty(), "stack of no tensors");
+        let ndim = tensors[0].ndim() as isize;
+        let a = if axis < 0 { axis + ndim + 1 } else { axis };
+        assert!(
+            (0..=ndim).contains(&a),
+            "stack: axis {axis} is out of range for {ndim}-d tensors"
+        );
+        let views: Vec<ArrayViewD<f32>> = tensors.iter().map(|t| t.data.view()).collect();
+        let joined = ndarray::stack(Axis(a as usize), &views).unwrap_or_else(|_| {
+            let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+            panic!("cannot stack shapes {shapes:?}: they differ")
+        });
+        Tensor::from_array(joined)
+    }
+
+    /// Pieces of `size` entries along `axis`, the last one shorter if needed
+    /// (`torch.split(x, size, axis)`).
+    pub fn split(&self, size: usize, axis: isize) -> Vec<Tensor> {
+        assert!(size > 0, "split size must be positive");
+        let a = axis_index(axis, self.shape());
+        let n = self.shape()[a];
+        (0..n)
+            .step_by(size)
+            .map(|start| self.narrow(axis, start, size.min(n - start)))
+            .collect()
+    }
+
+    /// The same values in a row-major buffer of their own, copied only if the
+    /// layout is not row-major already (`x.contiguous()`).
+    pub fn contiguous(&self) -> Tensor {
+        if self.data.is_standard_layout() {
+            self.clone()
+        } else {
+            Tensor::from_array(self.data.as_standard_layout().into_owned())
+        }
+    }
+
+    /// Whether the buffer is row-major with no gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.data.is_standard_layout()
+    }
+}
