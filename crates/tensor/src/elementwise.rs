@@ -243,24 +243,15 @@ pub fn erf(x: f64) -> f64 {
     value.copysign(x)
 }
 
+// Operators take the left-hand tensor by reference only. An impl for an owned
+// `Tensor` receiver would shadow the inherent `a.mul(&b)`: method lookup tries
+// by-value trait methods before by-reference inherent ones, and would move `a`.
 macro_rules! binary_operator {
     ($trait:ident, $method:ident, $op:tt) => {
         impl $trait<&Tensor> for &Tensor {
             type Output = Tensor;
             fn $method(self, rhs: &Tensor) -> Tensor {
                 self.zip_map(rhs, |a, b| a $op b)
-            }
-        }
-        impl $trait<Tensor> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: Tensor) -> Tensor {
-                &self $op &rhs
-            }
-        }
-        impl $trait<&Tensor> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: &Tensor) -> Tensor {
-                &self $op rhs
             }
         }
         impl $trait<Tensor> for &Tensor {
@@ -273,12 +264,6 @@ macro_rules! binary_operator {
             type Output = Tensor;
             fn $method(self, rhs: f32) -> Tensor {
                 self.map(|a| a $op rhs)
-            }
-        }
-        impl $trait<f32> for Tensor {
-            type Output = Tensor;
-            fn $method(self, rhs: f32) -> Tensor {
-                &self $op rhs
             }
         }
         impl $trait<&Tensor> for f32 {
@@ -308,9 +293,3 @@ impl Neg for &Tensor {
     }
 }
 
-impl Neg for Tensor {
-    type Output = Tensor;
-    fn neg(self) -> Tensor {
-        -&self
-    }
-}
