@@ -17,6 +17,7 @@ mod creation;
 mod elementwise;
 mod index;
 mod matmul;
+mod nn;
 mod reduce;
 mod shape;
 

@@ -598,3 +598,58 @@ fn one_hot_and_tril_ones() {
 fn index_rows_out_of_range_names_the_index() {
     let _ = Tensor::zeros(&[27, 2]).index_rows(&[3, 27], &[2]);
 }
+
+// ---------------------------------------------------------------- nn
+
+#[test]
+fn softmax_and_log_softmax_are_stable_on_large_logits() {
+    // The 2-D cases hold logits near 1000, where exp overflows without the max shift.
+    for prefix in ["softmax_", "log_softmax_"] {
+        for name in names(prefix) {
+            let c = case(&name);
+            let axis = ax(&c.params["axis"]);
+            let got = if prefix == "softmax_" {
+                c.inputs[0].softmax(axis)
+            } else {
+                c.inputs[0].log_softmax(axis)
+            };
+            assert!(
+                got.to_vec().iter().all(|v| v.is_finite()),
+                "{name}: non-finite output"
+            );
+            assert_close(&name, &got, &c.out, TOL);
+        }
+    }
+}
+
+#[test]
+fn cross_entropy_matches_torch() {
+    for name in ["ce_normal", "ce_large"] {
+        let c = case(name);
+        assert_close(name, &c.inputs[0].cross_entropy(&c.indices), &c.out, TOL);
+    }
+}
+
+#[test]
+fn layer_norm_matches_torch() {
+    let c = case("layer_norm_affine");
+    let got = c.inputs[0].layer_norm(Some(&c.inputs[1]), Some(&c.inputs[2]), 1e-5);
+    assert_close("layer_norm_affine", &got, &c.out, TOL);
+    let c = case("layer_norm_plain");
+    assert_close(
+        "layer_norm_plain",
+        &c.inputs[0].layer_norm(None, None, 1e-5),
+        &c.out,
+        TOL,
+    );
+}
+
+#[test]
+fn dropout_with_torch_mask_matches_torch() {
+    let c = case("dropout_mask");
+    assert_exact(
+        "dropout",
+        &c.inputs[0].dropout_with_mask(&c.inputs[1], 0.2),
+        &c.out,
+    );
+}
