@@ -292,4 +292,3 @@ impl Neg for &Tensor {
         self.map(|x| -x)
     }
 }
-

@@ -1,0 +1,247 @@
+//! The tape: nodes, variables and the backward pass.
+
+use crate::params::{ParamId, Params};
+use std::cell::{Cell, RefCell};
+use tensor::Tensor;
+
+/// A backward rule: given the gradient of the loss with respect to an op's output,
+/// the gradients with respect to each of its inputs, in the order of `parents`.
+pub(crate) type Backward = Box<dyn Fn(&Tensor) -> Vec<Tensor>>;
+
+struct Node {
+    value: Tensor,
+    parents: Vec<usize>,
+    backward: Option<Backward>,
+    requires_grad: bool,
+    retain_grad: bool,
+    param: Option<ParamId>,
+}
+
+/// The record of one forward pass. Build a new one for every training step.
+pub struct Graph {
+    nodes: RefCell<Vec<Node>>,
+    recording: Cell<bool>,
+}
+
+/// A tensor on a [`Graph`]: a cheap, copyable handle (a node id and the graph).
+#[derive(Clone, Copy)]
+pub struct Var<'g> {
+    pub(crate) id: usize,
+    pub(crate) graph: &'g Graph,
+}
+
+impl Default for Graph {
+    fn default() -> Graph {
+        Graph::new()
+    }
+}
+
+impl Graph {
+    /// An empty graph that records operations for backward.
+    pub fn new() -> Graph {
+        Graph {
+            nodes: RefCell::new(Vec::new()),
+            recording: Cell::new(true),
+        }
+    }
+
+    /// A graph that records nothing (`torch.no_grad()`): for evaluation and sampling.
+    pub fn no_grad() -> Graph {
+        let graph = Graph::new();
+        graph.recording.set(false);
+        graph
+    }
+
+    /// Whether this graph records backward rules.
+    pub fn is_recording(&self) -> bool {
+        self.recording.get()
+    }
+
+    /// The number of nodes recorded so far.
+    pub fn len(&self) -> usize {
+        self.nodes.borrow().len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&self, node: Node) -> Var<'_> {
+        let mut nodes = self.nodes.borrow_mut();
+        nodes.push(node);
+        Var {
+            id: nodes.len() - 1,
+            graph: self,
+        }
+    }
+
+    /// A constant input: data, targets, masks. No gradient flows into it.
+    pub fn constant(&self, value: Tensor) -> Var<'_> {
+        self.push(Node {
+            value,
+            parents: Vec::new(),
+            backward: None,
+            requires_grad: false,
+            retain_grad: false,
+            param: None,
+        })
+    }
+
+    /// A leaf whose gradient is wanted (`torch.tensor(..., requires_grad=True)`).
+    pub fn leaf(&self, value: Tensor) -> Var<'_> {
+        let recording = self.is_recording();
+        self.push(Node {
+            value,
+            parents: Vec::new(),
+            backward: None,
+            requires_grad: recording,
+            retain_grad: recording,
+            param: None,
+        })
+    }
+
+    /// Attaches a parameter as a leaf; its gradient is what `Params::accumulate` picks up.
+    pub fn param(&self, params: &Params, id: ParamId) -> Var<'_> {
+        let recording = self.is_recording();
+        self.push(Node {
+            value: params.value(id).clone(),
+            parents: Vec::new(),
+            backward: None,
+            requires_grad: recording,
+            retain_grad: recording,
+            param: Some(id),
+        })
+    }
+
+    /// Records the result of an op. `backward` is kept only if an input needs a
+    /// gradient and the graph is recording; otherwise the node is a constant.
+    pub(crate) fn op(
+        &self,
+        value: Tensor,
+        inputs: &[Var<'_>],
+        backward: impl Fn(&Tensor) -> Vec<Tensor> + 'static,
+    ) -> Var<'_> {
+        let requires_grad = self.is_recording() && {
+            let nodes = self.nodes.borrow();
+            inputs.iter().any(|v| nodes[v.id].requires_grad)
+        };
+        if !requires_grad {
+            return self.constant(value);
+        }
+        self.push(Node {
+            value,
+            parents: inputs.iter().map(|v| v.id).collect(),
+            backward: Some(Box::new(backward)),
+            requires_grad: true,
+            retain_grad: false,
+            param: None,
+        })
+    }
+}
+
+impl<'g> Var<'g> {
+    /// The value (a cheap clone: tensors share their buffer).
+    pub fn value(&self) -> Tensor {
+        self.graph.nodes.borrow()[self.id].value.clone()
+    }
+
+    /// The shape of the value.
+    pub fn shape(&self) -> Vec<usize> {
+        self.graph.nodes.borrow()[self.id].value.shape().to_vec()
+    }
+
+    /// The single value of a one-element variable, e.g. a loss.
+    pub fn item(&self) -> f32 {
+        self.graph.nodes.borrow()[self.id].value.item()
+    }
+
+    /// The graph this variable lives on.
+    pub fn graph(&self) -> &'g Graph {
+        self.graph
+    }
+
+    /// Whether a gradient will flow into this variable.
+    pub fn requires_grad(&self) -> bool {
+        self.graph.nodes.borrow()[self.id].requires_grad
+    }
+
+    /// Keeps this intermediate's gradient in the [`Grads`] that backward returns
+    /// (`tensor.retain_grad()`); lecture 5 compares them with hand-derived ones.
+    pub fn retain_grad(self) -> Var<'g> {
+        self.graph.nodes.borrow_mut()[self.id].retain_grad = true;
+        self
+    }
+
+    /// Backpropagates from this variable, seeding its gradient with ones.
+    pub fn backward(&self) -> Grads {
+        let seed = Tensor::ones(&self.shape());
+        self.backward_with(seed)
+    }
+
+    // ANCHOR: backward
+    /// Backpropagates from this variable with the given output gradient.
+    pub fn backward_with(&self, seed: Tensor) -> Grads {
+        let nodes = self.graph.nodes.borrow();
+        assert_eq!(
+            seed.shape(),
+            nodes[self.id].value.shape(),
+            "backward: seed gradient shape"
+        );
+        let mut grads: Vec<Option<Tensor>> = vec![None; self.id + 1];
+        grads[self.id] = Some(seed);
+        let mut kept = Grads {
+            grads: vec![None; self.id + 1],
+            params: Vec::new(),
+        };
+        // Every node was created after its parents, so walking ids downwards
+        // visits a node only once all of its consumers have added their share.
+        for id in (0..=self.id).rev() {
+            let Some(grad) = grads[id].take() else {
+                continue;
+            };
+            let node = &nodes[id];
+            if let Some(backward) = &node.backward {
+                let parent_grads = backward(&grad);
+                debug_assert_eq!(parent_grads.len(), node.parents.len());
+                for (&parent, g) in node.parents.iter().zip(parent_grads) {
+                    if !nodes[parent].requires_grad {
+                        continue;
+                    }
+                    // `+=`, not `=`: a node used twice receives both contributions.
+                    grads[parent] = Some(match grads[parent].take() {
+                        Some(sum) => &sum + &g,
+                        None => g,
+                    });
+                }
+            }
+            if let Some(p) = node.param {
+                kept.params.push((p, grad.clone()));
+            }
+            if node.retain_grad {
+                kept.grads[id] = Some(grad);
+            }
+        }
+        kept
+    }
+    // ANCHOR_END: backward
+}
+
+/// The gradients one backward pass produced: for every leaf, every parameter and
+/// every variable marked with [`Var::retain_grad`].
+pub struct Grads {
+    grads: Vec<Option<Tensor>>,
+    pub(crate) params: Vec<(ParamId, Tensor)>,
+}
+
+impl Grads {
+    /// The gradient of the loss with respect to `var`, if it was kept.
+    pub fn of(&self, var: Var<'_>) -> Option<&Tensor> {
+        self.grads.get(var.id).and_then(Option::as_ref)
+    }
+
+    /// The gradients of the parameters that took part, by parameter id.
+    pub fn params(&self) -> &[(ParamId, Tensor)] {
+        &self.params
+    }
+}

@@ -1,0 +1,126 @@
+//! Fused neural-net ops: softmax, log-softmax, cross-entropy, layer norm, dropout.
+//!
+//! Each could be written from the primitives above (lecture 5 does exactly that),
+//! but the fused backward is shorter, faster and numerically kinder.
+
+use crate::graph::Var;
+use tensor::Tensor;
+
+impl<'g> Var<'g> {
+    /// Softmax along `axis`, computed as `exp(x - max) / sum`.
+    pub fn softmax(self, axis: isize) -> Var<'g> {
+        let out = self.value().softmax(axis);
+        let s = out.clone();
+        self.graph.op(out, &[self], move |grad| {
+            // dx = s ⊙ (g − Σ g⊙s)
+            let dot = grad.mul(&s).sum(axis, true);
+            vec![s.mul(&grad.sub(&dot))]
+        })
+    }
+
+    /// Log-softmax along `axis`.
+    pub fn log_softmax(self, axis: isize) -> Var<'g> {
+        let out = self.value().log_softmax(axis);
+        let probs = out.exp();
+        self.graph.op(out, &[self], move |grad| {
+            // dx = g − softmax ⊙ Σ g
+            vec![grad.sub(&probs.mul(&grad.sum(axis, true)))]
+        })
+    }
+
+    // ANCHOR: cross_entropy
+    /// `F.cross_entropy(logits, targets)`: the mean negative log-likelihood of the
+    /// targets under softmax(logits), for logits of shape (N, C).
+    ///
+    /// Its gradient is the lecture-5 result: `(softmax(logits) − one_hot(targets)) / N`.
+    pub fn cross_entropy(self, targets: &[usize]) -> Var<'g> {
+        let logits = self.value();
+        assert_eq!(
+            logits.ndim(),
+            2,
+            "cross_entropy expects logits (N, C), got {:?}",
+            logits.shape()
+        );
+        let n = logits.shape()[0];
+        assert_eq!(
+            targets.len(),
+            n,
+            "cross_entropy: {n} rows of logits but {} targets",
+            targets.len()
+        );
+        let out = logits.cross_entropy(targets);
+        let targets = targets.to_vec();
+        self.graph.op(out, &[self], move |grad| {
+            let probs = logits.softmax(-1);
+            let classes = probs.shape()[1];
+            let dlogits = probs.sub(&Tensor::one_hot(&targets, classes));
+            vec![dlogits.map(|d| d / n as f32).mul_scalar(grad.item())]
+        })
+    }
+    // ANCHOR_END: cross_entropy
+
+    // ANCHOR: layer_norm
+    /// Layer norm over the last axis: `(x − mean) / sqrt(var + eps) * weight + bias`,
+    /// with the biased variance, as `nn.LayerNorm`.
+    pub fn layer_norm(self, weight: Option<Var<'g>>, bias: Option<Var<'g>>, eps: f32) -> Var<'g> {
+        let x = self.value();
+        let d = *x
+            .shape()
+            .last()
+            .expect("layer_norm needs at least one axis") as f32;
+        let centered = x.sub(&x.mean(-1, true));
+        let rstd = centered
+            .mul(&centered)
+            .mean(-1, true)
+            .add_scalar(eps)
+            .sqrt()
+            .map(|s| 1.0 / s);
+        let xhat = centered.mul(&rstd);
+        let mut out = xhat.clone();
+        let mut inputs = vec![self];
+        if let Some(w) = weight {
+            out = out.mul(&w.value());
+            inputs.push(w);
+        }
+        if let Some(b) = bias {
+            out = out.add(&b.value());
+            inputs.push(b);
+        }
+        let w_value = weight.map(|w| w.value());
+        let (has_w, has_b) = (weight.is_some(), bias.is_some());
+        self.graph.op(out, &inputs, move |grad| {
+            let dxhat = match &w_value {
+                Some(w) => grad.mul(w),
+                None => grad.clone(),
+            };
+            // dx = rstd/D · (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat))
+            let sum_dxhat = dxhat.sum(-1, true);
+            let sum_dxhat_xhat = dxhat.mul(&xhat).sum(-1, true);
+            let dx = dxhat
+                .mul_scalar(d)
+                .sub(&sum_dxhat)
+                .sub(&xhat.mul(&sum_dxhat_xhat))
+                .mul(&rstd)
+                .map(|v| v / d);
+            let mut grads = vec![dx];
+            let width = [d as usize];
+            if has_w {
+                grads.push(grad.mul(&xhat).sum_to_shape(&width));
+            }
+            if has_b {
+                grads.push(grad.sum_to_shape(&width));
+            }
+            grads
+        })
+    }
+    // ANCHOR_END: layer_norm
+
+    /// Dropout with a given keep mask (0/1): `x · mask / (1 − p)`. The mask comes
+    /// from the generator (`TorchGenerator::bernoulli_keep_mask`), as PyTorch draws it.
+    pub fn dropout_with_mask(self, keep_mask: &Tensor, p: f32) -> Var<'g> {
+        let scale = keep_mask.map(|m| m / (1.0 - p));
+        let out = self.value().mul(&scale);
+        self.graph
+            .op(out, &[self], move |grad| vec![grad.mul(&scale)])
+    }
+}
