@@ -19,6 +19,7 @@ mod index;
 mod matmul;
 mod nn;
 mod reduce;
+pub mod rng;
 mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
