@@ -11,6 +11,7 @@
 //! a few hundred moves by an ulp.
 
 /// `log(x)` for `x` in (0, 1], as `log256_ps` computes it after contraction.
+#[inline(always)]
 pub(super) fn log(x: f32) -> f32 {
     // The Cephes constants as the compiled library holds them (bit patterns, so
     // that no decimal-to-float rounding question arises).
@@ -57,6 +58,7 @@ pub(super) fn log(x: f32) -> f32 {
 }
 
 /// `(sin(x), cos(x))` for `x` >= 0, as `sincos256_ps` computes them after contraction.
+#[inline(always)]
 pub(super) fn sincos(x: f32) -> (f32, f32) {
     const FOPI: f32 = f32::from_bits(0x3fa2_f983); // 4 / pi
                                                    // -pi/4 split in three so that j * DP1 and j * DP2 are exact.
