@@ -100,15 +100,11 @@ fn replay(case: &Value) -> usize {
             }
             "dropout" => {
                 let p = num(&op["p"]);
-                let mask = g.bernoulli_keep_mask(p, &shape(&op["shape"])).to_vec();
-                assert_bits(&what, &mask, &f32s(&op["mask"]));
-                // dropout's output: noise = mask / (1 - p), then x * noise, all in f32.
-                let scale = 1.0 / (1.0 - p);
-                let out: Vec<f32> = f32s(&op["x"])
-                    .iter()
-                    .zip(&mask)
-                    .map(|(x, m)| x * (m * scale))
-                    .collect();
+                let dims = shape(&op["shape"]);
+                let mask = g.bernoulli_keep_mask(p, &dims);
+                assert_bits(&what, &mask.to_vec(), &f32s(&op["mask"]));
+                let x = Tensor::from_vec(f32s(&op["x"]), &dims);
+                let out = x.dropout_with_mask(&mask, p).to_vec();
                 assert_bits(&what, &out, &f32s(&op["out"]));
             }
             other => panic!("{what}: unknown op {other}"),

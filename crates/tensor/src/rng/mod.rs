@@ -329,11 +329,9 @@ impl TorchGenerator {
                     pi / q as f32
                 })
                 .collect();
-            let mut out = Vec::with_capacity(rows * num_samples);
-            for row in scores.chunks(cols) {
-                out.extend(top_k(row, num_samples).into_iter().map(|i| i as i64));
-            }
-            return Ok(out);
+            // torch takes argmax for one sample and topk for several; topk(1) is argmax.
+            let (_, picks) = Tensor::from_vec(scores, &[rows, cols]).topk(num_samples);
+            return Ok(picks.into_iter().map(|i| i as i64).collect());
         }
 
         let mut out = Vec::with_capacity(rows * num_samples);
@@ -477,21 +475,6 @@ fn box_muller_16_body(data: &mut [f32], mean: f32, std: f32) {
         data[j] = (radius * cos).mul_add(std, mean);
         data[j + CHUNK / 2] = (radius * sin).mul_add(std, mean);
     }
-}
-
-/// Indices of the `k` largest values, largest first, NaN counting as largest
-/// (torch's `argmax` / `topk`); ties go to the lower index.
-fn top_k(values: &[f32], k: usize) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..values.len()).collect();
-    idx.sort_by(|&a, &b| {
-        let (x, y) = (values[a], values[b]);
-        y.is_nan()
-            .cmp(&x.is_nan())
-            .then(y.partial_cmp(&x).unwrap_or(std::cmp::Ordering::Equal))
-            .then(a.cmp(&b))
-    });
-    idx.truncate(k);
-    idx
 }
 
 /// The Python float an f32 argument stands for: `0.1f32` becomes `0.1f64`, not
