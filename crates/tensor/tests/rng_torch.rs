@@ -53,6 +53,16 @@ fn assert_bits(what: &str, got: &[f32], want: &[f32]) {
     }
 }
 
+/// nn.Linear's bounds, computed in f64 as Python does and rounded once, like
+/// `uniform_`'s cast: `kaiming_uniform_(a=sqrt(5))` for the weight, `1/sqrt(fan_in)` for the bias.
+fn linear_init_bounds(fan_in: usize) -> (f32, f32) {
+    let slope = 5f64.sqrt();
+    let gain = (2.0 / (1.0 + slope.powi(2))).sqrt();
+    let weight = 3f64.sqrt() * (gain / (fan_in as f64).sqrt());
+    let bias = 1.0 / (fan_in as f64).sqrt();
+    (weight as f32, bias as f32)
+}
+
 /// Replays one fixture case on a fresh generator; returns how many calls it checked.
 fn replay(case: &Value) -> usize {
     let name = case["name"].as_str().expect("name");
@@ -97,6 +107,15 @@ fn replay(case: &Value) -> usize {
                 let replacement = op["replacement"].as_bool().expect("replacement");
                 let got = g.multinomial(&probs, n, replacement);
                 assert_eq!(got, i64s(&op["out"]), "{what}");
+            }
+            "linear" => {
+                let fan_in = op["in"].as_u64().expect("in") as usize;
+                let fan_out = op["out"].as_u64().expect("out") as usize;
+                let (w_bound, b_bound) = linear_init_bounds(fan_in);
+                let w = g.uniform(-w_bound, w_bound, &[fan_out, fan_in]);
+                let b = g.uniform(-b_bound, b_bound, &[fan_out]);
+                assert_bits(&format!("{what} weight"), &w.to_vec(), &f32s(&op["weight"]));
+                assert_bits(&format!("{what} bias"), &b.to_vec(), &f32s(&op["bias"]));
             }
             "dropout" => {
                 let p = num(&op["p"]);
@@ -184,6 +203,12 @@ fn normal_matches_torch() {
 #[test]
 fn uniform_matches_torch() {
     assert_eq!(replay_all("uniform/"), 4 * 4);
+}
+
+// torch.manual_seed(s); nn.Linear(27, 10), nn.Linear(30, 7), nn.Linear(3, 1).
+#[test]
+fn nn_linear_default_init_matches_torch() {
+    assert_eq!(replay_all("linear/"), 3 * 4);
 }
 
 #[test]

@@ -182,6 +182,10 @@ impl TorchGenerator {
     }
 
     /// `torch.empty(shape).uniform_(low, high, generator=g)`, e.g. nn.Linear's default init.
+    ///
+    /// torch rounds the Python floats `low` and `high` to f32 before drawing, so
+    /// pass bounds computed as Python computes them, in f64, rounded once: for
+    /// `nn.Linear(fan_in, _)` the bias bound is `(1.0 / (fan_in as f64).sqrt()) as f32`.
     pub fn uniform(&mut self, low: f32, high: f32, shape: &[usize]) -> Tensor {
         let n: usize = shape.iter().product();
         let range = high - low;
