@@ -58,17 +58,20 @@ impl Tensor {
         let width: usize = row_shape.iter().product();
         let src = src.contiguous();
         let values = src.data.as_slice().expect("contiguous");
-        let mut out = vec![0f32; rows * width];
+        // A row looked up thousands of times (lecture 2 looks up each of 27 rows
+        // ~8,000 times) sums that many values; accumulate in f64, as the
+        // reductions do, so the result does not drift with the count.
+        let mut out = vec![0f64; rows * width];
         for (n, &i) in idx.iter().enumerate() {
             assert!(i < rows, "index {i} is out of range for {rows} rows");
             let target = &mut out[i * width..(i + 1) * width];
             for (t, &v) in target.iter_mut().zip(&values[n * width..(n + 1) * width]) {
-                *t += v;
+                *t += v as f64;
             }
         }
         let mut shape = vec![rows];
         shape.extend_from_slice(row_shape);
-        Tensor::from_vec(out, &shape)
+        Tensor::from_vec(out.into_iter().map(|v| v as f32).collect(), &shape)
     }
 
     /// One entry of the last axis per leading position (`probs[arange(n), ys]`):
@@ -176,5 +179,20 @@ impl Tensor {
             self.shape()
         );
         self.zip_map(mask, |x, m| if m != 0.0 { value } else { x })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scatter_add_rows_does_not_drift_over_many_repeats() {
+        // 100,000 × 0.1 summed in f32 one by one gives 9998.557; the exact sum
+        // of the f32 value 0.1 is 10000.000149, which rounds to 10000.0.
+        let n = 100_000;
+        let src = Tensor::full(&[n, 1], 0.1);
+        let out = Tensor::scatter_add_rows(2, &vec![1; n], &src);
+        assert_eq!(out.to_vec(), vec![0.0, 10000.0]);
     }
 }
