@@ -1,0 +1,317 @@
+//! `cargo xtask lecture 2`: the counting model, then the neural bigram for 200 updates.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use data::makemore::{bigrams, context_windows, lecture_split, words};
+use makemore_bigram::counting::{average_nll, average_nll_f32_running_sum, BigramCounts};
+use makemore_bigram::exercises::{tune_smoothing, TrigramCounts};
+use makemore_bigram::neural::{Encoding, LossFormula, NeuralBigram, LEARNING_RATE};
+use makemore_bigram::sampling::sample_names;
+use makemore_bigram::LECTURE_SEED;
+use report::{Progress, Run, RunArgs, Target};
+use std::process::ExitCode;
+use tensor::rng::TorchGenerator;
+
+// Each full-batch step allocates and frees tensors of 228,146 × 27 floats; glibc
+// hands such blocks back to the OS on every free, and the page faults of taking
+// them again cost as much as the arithmetic. mimalloc keeps them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(about = "Lecture 2: the bigram language model (makemore part 1)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the lecture and check its numbers.
+    Lecture {
+        #[command(flatten)]
+        run: RunArgs,
+        /// Also run these exercises (repeatable).
+        #[arg(long = "exercise", value_enum)]
+        exercises: Vec<Exercise>,
+        /// Run all five exercises.
+        #[arg(long)]
+        all_exercises: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Exercise {
+    /// A trigram model by counting.
+    E01,
+    /// Train/dev/test evaluation of the bigram and trigram.
+    E02,
+    /// Tune the trigram's smoothing on dev.
+    E03,
+    /// Row indexing instead of one-hot.
+    E04,
+    /// F.cross_entropy instead of the hand-written softmax.
+    E05,
+}
+
+/// What PyTorch prints for the lecture's code (tests/fixtures/bigram_torch.json).
+const COUNTING_SAMPLES: [&str; 5] = [
+    "cexze.",
+    "momasurailezitynn.",
+    "konimittain.",
+    "llayn.",
+    "ka.",
+];
+const NEURAL_SAMPLES: [&str; 5] = [
+    "cexze.",
+    "momasurailezityha.",
+    "konimittain.",
+    "llayn.",
+    "ka.",
+];
+const NLL_F64: f64 = 2.4545768201157023;
+const NLL_F32_RUNNING_SUM: f64 = 2.4543561935424805;
+const LOSS_AT_STEP: [(usize, f64); 4] = [
+    (0, 3.768618583679199),
+    (19, 2.5886809825897217),
+    (99, 2.4901304244995117),
+    (199, 2.4829957485198975),
+];
+const FULL_STEPS: usize = 200;
+const QUICK_STEPS: usize = 20;
+
+fn main() -> ExitCode {
+    let Command::Lecture {
+        run: args,
+        exercises,
+        all_exercises,
+    } = Cli::parse().command;
+    match lecture(&args, exercises, all_exercises) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn lecture(
+    args: &RunArgs,
+    mut exercises: Vec<Exercise>,
+    all: bool,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    if all {
+        exercises = Exercise::value_variants().to_vec();
+    }
+    let steps = args
+        .steps
+        .unwrap_or(if args.quick { QUICK_STEPS } else { FULL_STEPS });
+    let config = serde_json::json!({
+        "smoothing": 1, "learning_rate": LEARNING_RATE, "regularization": 0.01, "steps": steps,
+        "generator": "torch.Generator().manual_seed(seed)", "exercises": format!("{exercises:?}"),
+    });
+    let mut run = Run::new(2, "makemore-bigram", args, LECTURE_SEED, config);
+    let seed = run.seed();
+    let seeded_as_lecture = seed == LECTURE_SEED;
+    let words = words()?;
+    let pairs = bigrams(&words);
+
+    // 1. The counting model.
+    let counts = BigramCounts::from_pairs(&pairs);
+    let p = counts.probabilities(1.0);
+    let stage = run.stage("counting");
+    stage.target(Target::string(
+        "number of bigrams",
+        "228146",
+        &pairs.len().to_string(),
+    ));
+    let nll = average_nll(&counts.probabilities_f64(1.0), &pairs);
+    stage.set_final("train", nll);
+    stage.target(Target::exact("average NLL, f64", NLL_F64, 1e-6, nll));
+    // The notebook sums f32 log-probabilities one at a time; the rounding of that
+    // running sum is why it prints 2.4543562 rather than 2.4545768.
+    let nll_f32 = average_nll_f32_running_sum(&p, &pairs) as f64;
+    stage.target(Target::exact(
+        "average NLL, f32 running sum",
+        NLL_F32_RUNNING_SUM,
+        1e-6,
+        nll_f32,
+    ));
+    let samples = sample_names(&mut TorchGenerator::manual_seed(seed), 5, |ix| {
+        p.narrow(0, ix, 1).reshape(&[27])
+    });
+    println!("samples: {}", samples.join(" "));
+    let target = Target::string("samples", &COUNTING_SAMPLES.join(" "), &samples.join(" "));
+    stage.target(if seeded_as_lecture {
+        target
+    } else {
+        target.ungated()
+    });
+
+    // 2. The neural bigram, full batch.
+    let xs: Vec<usize> = pairs.iter().map(|&(a, _)| a).collect();
+    let ys: Vec<usize> = pairs.iter().map(|&(_, b)| b).collect();
+    let stage = run.stage("neural");
+    let (model, losses) = train(
+        seed,
+        &xs,
+        &ys,
+        steps,
+        Encoding::OneHot,
+        LossFormula::Lecture,
+        |step, loss| stage.log(step, loss as f64, None, Some(LEARNING_RATE as f64)),
+    )?;
+    stage.set_steps(steps);
+    stage.set_final("train", *losses.last().unwrap_or(&f32::NAN) as f64);
+    for (step, expected) in LOSS_AT_STEP {
+        if let Some(&loss) = losses.get(step) {
+            let name = format!("loss after {step} updates");
+            let target = Target::exact(&name, expected, 1e-5, loss as f64);
+            stage.target(if seeded_as_lecture {
+                target
+            } else {
+                target.ungated()
+            });
+        }
+    }
+    if args.quick {
+        stage.target(Target::below(
+            "loss after 19 updates",
+            2.6,
+            losses.get(19).copied().unwrap_or(f32::NAN) as f64,
+        ));
+    }
+    let samples = sample_names(&mut TorchGenerator::manual_seed(seed), 5, |ix| {
+        model.next_probs(ix)
+    });
+    println!("samples: {}", samples.join(" "));
+    let target = Target::string(
+        "samples after 200 updates",
+        &NEURAL_SAMPLES.join(" "),
+        &samples.join(" "),
+    );
+    stage.target(if seeded_as_lecture && steps == FULL_STEPS {
+        target
+    } else {
+        target.ungated()
+    });
+
+    // 3. The exercises, on request.
+    if exercises.contains(&Exercise::E01)
+        || exercises.contains(&Exercise::E02)
+        || exercises.contains(&Exercise::E03)
+    {
+        trigram_exercises(&mut run, &words, &exercises, nll);
+    }
+    for (exercise, encoding, formula) in [
+        (Exercise::E04, Encoding::RowIndex, LossFormula::Lecture),
+        (Exercise::E05, Encoding::OneHot, LossFormula::CrossEntropy),
+    ] {
+        if !exercises.contains(&exercise) {
+            continue;
+        }
+        let stage = run.stage(&format!("{exercise:?}"));
+        let (variant, variant_losses) = train(seed, &xs, &ys, steps, encoding, formula, |_, _| ())?;
+        stage.set_steps(steps);
+        let maxdiff = losses
+            .iter()
+            .zip(&variant_losses)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        stage.target(Target::below(
+            "max |loss − lecture loss| over all steps",
+            1e-5,
+            maxdiff as f64,
+        ));
+        let variant_samples = sample_names(&mut TorchGenerator::manual_seed(seed), 5, |ix| {
+            variant.next_probs(ix)
+        });
+        stage.target(Target::string(
+            "samples equal the lecture model's",
+            &samples.join(" "),
+            &variant_samples.join(" "),
+        ));
+    }
+    Ok(run.finish())
+}
+
+/// Trains from `W = randn((27, 27))` for `steps` full-batch updates; returns the
+/// model and the loss before each update. Stops on a NaN loss, naming the step.
+fn train(
+    seed: u64,
+    xs: &[usize],
+    ys: &[usize],
+    steps: usize,
+    encoding: Encoding,
+    formula: LossFormula,
+    mut log: impl FnMut(usize, f32),
+) -> Result<(NeuralBigram, Vec<f32>), String> {
+    let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(seed));
+    let progress = Progress::new(steps, "neural bigram");
+    let mut losses = Vec::with_capacity(steps);
+    for step in 0..steps {
+        let loss = model.train_step(xs, ys, encoding, formula, LEARNING_RATE);
+        if !loss.is_finite() {
+            return Err(format!("the loss became {loss} at step {step}"));
+        }
+        progress.set(step, loss as f64);
+        log(step, loss);
+        losses.push(loss);
+    }
+    progress.finish();
+    Ok((model, losses))
+}
+
+/// E01–E03: the trigram by counting, on all words and on the lecture's split.
+fn trigram_exercises(run: &mut Run, words: &[String], exercises: &[Exercise], bigram_nll: f64) {
+    if exercises.contains(&Exercise::E01) {
+        let stage = run.stage("E01 trigram");
+        let (x, y) = context_windows(words, 2);
+        let nll = TrigramCounts::from_windows(&x, &y).average_nll(1.0, &x, &y);
+        println!("trigram NLL over all words {nll:.4} vs bigram {bigram_nll:.4}: the extra character of context helps");
+        stage.set_final("train", nll);
+        stage.target(Target::info("trigram average NLL, all words", nll));
+        stage.target(Target::below(
+            "trigram NLL below the bigram's",
+            bigram_nll,
+            nll,
+        ));
+    }
+    let split = lecture_split(words.to_vec());
+    let windows = |ws: &[String], block| context_windows(ws, block);
+    let (train2, dev2, test2) = (
+        windows(&split.train, 2),
+        windows(&split.dev, 2),
+        windows(&split.test, 2),
+    );
+    let trigram = TrigramCounts::from_windows(&train2.0, &train2.1);
+    if exercises.contains(&Exercise::E02) {
+        let stage = run.stage("E02 split");
+        let bigram_on = |ws: &[String]| bigrams(ws);
+        let bigram = BigramCounts::from_pairs(&bigram_on(&split.train)).probabilities_f64(1.0);
+        for (name, ws) in [
+            ("train", &split.train),
+            ("dev", &split.dev),
+            ("test", &split.test),
+        ] {
+            let nll = average_nll(&bigram, &bigram_on(ws));
+            stage.target(Target::info(&format!("bigram NLL on {name}"), nll));
+        }
+        for (name, (x, y)) in [("train", &train2), ("dev", &dev2), ("test", &test2)] {
+            let nll = trigram.average_nll(1.0, x, y);
+            stage.set_final(name, nll);
+            stage.target(Target::info(&format!("trigram NLL on {name}"), nll));
+        }
+    }
+    if exercises.contains(&Exercise::E03) {
+        let stage = run.stage("E03 smoothing");
+        let (best, dev_nll) = tune_smoothing(&trigram, &dev2.0, &dev2.1);
+        let test_nll = trigram.average_nll(best, &test2.0, &test2.1);
+        println!(
+            "best trigram smoothing on dev: {best} (dev NLL {dev_nll:.4}); test NLL {test_nll:.4}"
+        );
+        stage.set_final("dev", dev_nll);
+        stage.set_final("test", test_nll);
+        stage.target(Target::info("best smoothing on dev", best));
+        stage.target(Target::info("test NLL at that smoothing", test_nll));
+    }
+}

@@ -1,0 +1,92 @@
+//! Lecture 2 against what PyTorch prints for the lecture's code
+//! (`tests/fixtures/make_bigram_fixtures.py` → `bigram_torch.json`).
+//! Needs names.txt: set ZTH_DATA to the datasets folder (`cargo xtask test` does).
+
+use data::makemore::{bigrams, words};
+use makemore_bigram::counting::{average_nll, average_nll_f32_running_sum, BigramCounts};
+use makemore_bigram::neural::{Encoding, LossFormula, NeuralBigram, LEARNING_RATE};
+use makemore_bigram::sampling::sample_names;
+use makemore_bigram::LECTURE_SEED;
+use serde_json::Value;
+use tensor::rng::TorchGenerator;
+
+fn torch() -> Value {
+    serde_json::from_str(include_str!("fixtures/bigram_torch.json")).unwrap()
+}
+
+fn pairs() -> Vec<(usize, usize)> {
+    bigrams(&words().unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn counting_model_likelihood_and_samples() {
+    let pairs = pairs();
+    assert_eq!(pairs.len() as u64, torch()["bigrams"].as_u64().unwrap());
+    let counts = BigramCounts::from_pairs(&pairs);
+    // f64 NLL: lectures.md §2.4 [D], exact arithmetic of the same formula.
+    assert!(
+        (average_nll(&counts.probabilities_f64(1.0), &pairs) - 2.4545768201157023).abs() < 1e-12
+    );
+    let p = counts.probabilities(1.0);
+    let f32_sum = average_nll_f32_running_sum(&p, &pairs) as f64;
+    assert_eq!(
+        f32_sum,
+        torch()["counting_nll_f32_running_sum"].as_f64().unwrap()
+    );
+    let samples = sample_names(&mut TorchGenerator::manual_seed(LECTURE_SEED), 5, |ix| {
+        p.narrow(0, ix, 1).reshape(&[27])
+    });
+    assert_eq!(samples, strings(&torch()["counting_samples"]));
+}
+
+/// The first `steps` losses of a training run.
+fn losses(encoding: Encoding, formula: LossFormula, steps: usize) -> Vec<f32> {
+    let pairs = pairs();
+    let xs: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+    let ys: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+    let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(LECTURE_SEED));
+    (0..steps)
+        .map(|_| model.train_step(&xs, &ys, encoding, formula, LEARNING_RATE))
+        .collect()
+}
+
+#[test]
+fn neural_bigram_follows_torch_step_by_step() {
+    let reference = torch()["neural_losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect::<Vec<_>>();
+    for (step, (ours, theirs)) in losses(Encoding::OneHot, LossFormula::Lecture, 5)
+        .iter()
+        .zip(&reference)
+        .enumerate()
+    {
+        assert!(
+            (*ours as f64 - theirs).abs() < 1e-5,
+            "step {step}: ours {ours}, torch {theirs}"
+        );
+    }
+}
+
+#[test]
+fn row_indexing_and_cross_entropy_agree_with_the_lecture_formula() {
+    let lecture = losses(Encoding::OneHot, LossFormula::Lecture, 3);
+    for (encoding, formula) in [
+        (Encoding::RowIndex, LossFormula::Lecture),
+        (Encoding::OneHot, LossFormula::CrossEntropy),
+    ] {
+        for (a, b) in lecture.iter().zip(losses(encoding, formula, 3)) {
+            assert!((a - b).abs() < 1e-5, "{encoding:?}/{formula:?}: {a} vs {b}");
+        }
+    }
+}
