@@ -1,5 +1,109 @@
-//! `cargo xtask`: the project's task runner.
-fn main() {
-    eprintln!("cargo xtask: no tasks yet");
-    std::process::exit(2);
+//! `cargo xtask`: the project's task runner (matklad's cargo-xtask convention).
+//!
+//! ```text
+//! cargo xtask list                     lectures, their crates, and which exist yet
+//! cargo xtask lecture N [--quick]      fetch the data, then train and check lecture N
+//! cargo xtask data [NAME] [--check]    download / verify the datasets
+//! cargo xtask test                     fetch the data, then run every test in release
+//! cargo xtask bench [--crate C]        criterion benches, plus PyTorch references if found
+//! ```
+//!
+//! The alias in `.cargo/config.toml` builds this crate in debug, which is fine
+//! for a task runner; anything that trains is spawned as `cargo run --release`.
+
+mod bench;
+mod data;
+mod lecture;
+mod list;
+mod test;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use clap::{Parser, Subcommand};
+
+/// What every task returns: the process's exit code, or a message for the user.
+type TaskResult = Result<ExitCode, String>;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Tasks for the Zero to Hero workspace"
+)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// List the lectures, their crates and whether each crate exists yet.
+    List(list::Args),
+    /// Train lecture N and check its numbers (fetches its data first).
+    Lecture(lecture::Args),
+    /// Download missing or corrupt data files, or verify them with --check.
+    Data(data::Args),
+    /// Run `cargo test --workspace --release` with the data in place.
+    Test(test::Args),
+    /// Run the benchmarks, and the PyTorch reference scripts when torch is found.
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::List(args) => list::run(args),
+        Task::Lecture(args) => lecture::run(args),
+        Task::Data(args) => data::run(args),
+        Task::Test(args) => test::run(args),
+        Task::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the folder with the top-level Cargo.toml).
+fn workspace_root() -> PathBuf {
+    // `cargo run` sets CARGO_MANIFEST_DIR (= xtask/) for the running binary. Prefer
+    // it to the path compiled into the data crate: checkouts that share a target
+    // folder can reuse each other's build.
+    match std::env::var_os("CARGO_MANIFEST_DIR") {
+        Some(dir) => match Path::new(&dir).parent() {
+            Some(root) => root.to_path_buf(),
+            None => ::data::workspace_root(),
+        },
+        None => ::data::workspace_root(),
+    }
+}
+
+/// True if `crates/<name>/Cargo.toml` exists under `root`.
+fn crate_exists(root: &Path, name: &str) -> bool {
+    root.join("crates").join(name).join("Cargo.toml").is_file()
+}
+
+/// A `cargo` command: the one that is running us (`$CARGO`), so toolchains match.
+fn cargo() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+/// Runs `cmd` with inherited stdio and passes its exit code on.
+fn run_child(mut cmd: Command) -> TaskResult {
+    let shown = format!("{cmd:?}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("could not start {shown}: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(ExitCode::SUCCESS),
+        Some(code) => Ok(ExitCode::from(u8::try_from(code).unwrap_or(1).max(1))),
+        None => Err(format!("{shown} was killed by a signal ({status})")),
+    }
 }
