@@ -34,7 +34,7 @@ pub fn run(args: Args) -> TaskResult {
     let python = find_python();
     for krate in &crates {
         let mut cmd = cargo();
-        cmd.env(::data::ENV_VAR, &crate::data::data_dir().path)
+        cmd.env(::data::ENV_VAR, &::data::DataDir::resolve().path)
             .args(["bench", "-p", krate]);
         let code = run_child(cmd)?;
         if code != ExitCode::SUCCESS {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ::data::{DataDir, DataError, DataFile, Origin, FILES};
+use ::data::{DataDir, DataError, DataFile, FILES};
 
 use crate::TaskResult;
 
@@ -37,7 +37,7 @@ pub struct Args {
 pub fn run(args: Args) -> TaskResult {
     let dir = match args.dir {
         Some(d) => DataDir::explicit(d),
-        None => data_dir(),
+        None => DataDir::resolve(),
     };
     let files: Vec<&'static DataFile> = match &args.name {
         Some(name) => vec![::data::file(name)
@@ -90,21 +90,10 @@ pub fn run(args: Args) -> TaskResult {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `$ZTH_DATA` if set, else `datasets/` in the workspace this xtask runs in.
-pub fn data_dir() -> DataDir {
-    match DataDir::resolve() {
-        dir if dir.origin == Origin::ZthData => dir,
-        _ => DataDir {
-            path: crate::workspace_root().join("datasets"),
-            origin: Origin::Workspace,
-        },
-    }
-}
-
 /// The data folder, holding every file in `names` with the right checksum,
 /// downloading any that are missing or corrupt. For `lecture` and `test`.
 pub fn ensure(names: &[&str]) -> Result<DataDir, String> {
-    let mut dir = data_dir();
+    let mut dir = DataDir::resolve();
     let mirror = std::env::var(MIRROR_VAR).ok();
     for name in names {
         match dir.path(name) {

@@ -70,16 +70,7 @@ fn main() -> ExitCode {
 
 /// The workspace root (the folder with the top-level Cargo.toml).
 fn workspace_root() -> PathBuf {
-    // `cargo run` sets CARGO_MANIFEST_DIR (= xtask/) for the running binary. Prefer
-    // it to the path compiled into the data crate: checkouts that share a target
-    // folder can reuse each other's build.
-    match std::env::var_os("CARGO_MANIFEST_DIR") {
-        Some(dir) => match Path::new(&dir).parent() {
-            Some(root) => root.to_path_buf(),
-            None => ::data::workspace_root(),
-        },
-        None => ::data::workspace_root(),
-    }
+    ::data::workspace_root()
 }
 
 /// True if `crates/<name>/Cargo.toml` exists under `root`.

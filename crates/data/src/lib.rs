@@ -35,8 +35,23 @@ pub use error::{DataError, Origin};
 /// The environment variable that points at a data folder.
 pub const ENV_VAR: &str = "ZTH_DATA";
 
-/// The workspace root, as it was when this crate was compiled.
+/// The workspace root: the folder with `Cargo.lock` and `datasets/`.
+///
+/// Under `cargo run` and `cargo test`, `CARGO_MANIFEST_DIR` is set at run time
+/// to the running package's folder (`crates/<name>` or `xtask`), and the root
+/// is its nearest ancestor holding `Cargo.lock`. That is preferred to the path
+/// compiled into this crate, because checkouts sharing one `CARGO_TARGET_DIR`
+/// can reuse each other's build of it. A binary started directly falls back to
+/// the compiled-in path.
 pub fn workspace_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR") {
+        if let Some(root) = Path::new(&dir)
+            .ancestors()
+            .find(|d| d.join("Cargo.lock").is_file())
+        {
+            return root.to_path_buf();
+        }
+    }
     // crates/data -> crates -> workspace root
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
