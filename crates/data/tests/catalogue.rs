@@ -15,3 +15,22 @@ fn read_text_returns_the_whole_file() {
     assert_eq!(text.chars().count(), 1_115_394);
     assert!(text.starts_with("First Citizen:"));
 }
+
+#[test]
+fn datasets_readme_lists_every_file_with_url_and_checksum() {
+    let readme_path = data::workspace_root().join("datasets/README.md");
+    let readme = std::fs::read_to_string(&readme_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", readme_path.display()));
+    for f in data::FILES {
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", f.name)))
+            .unwrap_or_else(|| panic!("datasets/README.md has no row for {}", f.name));
+        assert!(row.contains(f.url), "{}: URL differs", f.name);
+        assert!(row.contains(f.sha256), "{}: SHA-256 differs", f.name);
+        for other in f.also_accepted {
+            assert!(row.contains(other), "{}: {other} not listed", f.name);
+        }
+        assert!(row.contains(f.licence), "{}: licence differs", f.name);
+    }
+}
