@@ -185,7 +185,7 @@ fn lecture(
     });
     println!("samples: {}", samples.join(" "));
     let target = Target::string(
-        "samples after 200 updates",
+        &format!("samples after {steps} updates"),
         &NEURAL_SAMPLES.join(" "),
         &samples.join(" "),
     );
