@@ -268,3 +268,21 @@ fn no_grad_records_nothing_to_differentiate() {
     assert!(!y.requires_grad());
     assert_eq!(y.item(), 6.0);
 }
+
+#[test]
+fn dropout_draws_its_mask_from_the_generator() {
+    use tensor::rng::TorchGenerator;
+    let input = x(&[4, 8]);
+    let graph = Graph::new();
+    let v = graph.leaf(input.clone());
+    let out = v.dropout(0.25, &mut TorchGenerator::manual_seed(7));
+    let mask = TorchGenerator::manual_seed(7).bernoulli_keep_mask(0.25, &[4, 8]);
+    assert_eq!(
+        out.value().to_vec(),
+        input.dropout_with_mask(&mask, 0.25).to_vec()
+    );
+    let mask_again = mask.clone();
+    check("dropout", &[input], move |v| {
+        v[0].dropout_with_mask(&mask_again, 0.25)
+    });
+}

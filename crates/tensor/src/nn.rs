@@ -147,6 +147,13 @@ impl Tensor {
         };
         self.zip_map(keep_mask, |x, m| x * m * scale)
     }
+
+    /// `F.dropout(x, p, training=True)` with the generator's draws: a keep mask
+    /// from [`TorchGenerator::bernoulli_keep_mask`](crate::rng::TorchGenerator::bernoulli_keep_mask), then `x * mask / (1 - p)`.
+    pub fn dropout(&self, p: f32, gen: &mut crate::rng::TorchGenerator) -> Tensor {
+        let mask = gen.bernoulli_keep_mask(p, self.shape());
+        self.dropout_with_mask(&mask, p)
+    }
 }
 
 /// The largest value of a lane; `-inf` for an empty lane.

@@ -4,6 +4,7 @@
 //! but the fused backward is shorter, faster and numerically kinder.
 
 use crate::graph::Var;
+use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
 impl<'g> Var<'g> {
@@ -115,12 +116,20 @@ impl<'g> Var<'g> {
     }
     // ANCHOR_END: layer_norm
 
-    /// Dropout with a given keep mask (0/1): `x · mask / (1 − p)`. The mask comes
-    /// from the generator (`TorchGenerator::bernoulli_keep_mask`), as PyTorch draws it.
+    /// Dropout with a given keep mask (0/1): `x · mask / (1 − p)`, rounded as PyTorch rounds it.
     pub fn dropout_with_mask(self, keep_mask: &Tensor, p: f32) -> Var<'g> {
-        let scale = keep_mask.map(|m| m / (1.0 - p));
-        let out = self.value().mul(&scale);
-        self.graph
-            .op(out, &[self], move |grad| vec![grad.mul(&scale)])
+        let out = self.value().dropout_with_mask(keep_mask, p);
+        let mask = keep_mask.clone();
+        // The op is linear in x: the gradient takes the same mask and scale.
+        self.graph.op(out, &[self], move |grad| {
+            vec![grad.dropout_with_mask(&mask, p)]
+        })
+    }
+
+    /// `F.dropout(x, p, training=True)`: the keep mask is drawn from `gen` as
+    /// PyTorch draws it (`TorchGenerator::bernoulli_keep_mask`).
+    pub fn dropout(self, p: f32, gen: &mut TorchGenerator) -> Var<'g> {
+        let mask = gen.bernoulli_keep_mask(p, &self.shape());
+        self.dropout_with_mask(&mask, p)
     }
 }
