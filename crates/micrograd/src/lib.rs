@@ -1,0 +1,15 @@
+//! Lecture 1, "The spelled-out intro to neural networks and backpropagation:
+//! building micrograd".
+//!
+//! A scalar autograd engine ([`Value`]), written to read like Karpathy's
+//! `engine.py`. Nothing here uses tensors: every number is its own node.
+//!
+//! Design: a [`Value`] is an `Rc` to a node holding its data, its gradient, its
+//! inputs and a backward closure. `backward()` sorts the graph with an explicit
+//! stack and dropping a graph is iterative, so a chain of 100,000 nodes needs no
+//! more stack than a chain of 3.
+#![deny(missing_docs)]
+
+pub mod engine;
+
+pub use engine::{values, Value};
