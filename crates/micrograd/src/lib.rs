@@ -1,8 +1,9 @@
 //! Lecture 1, "The spelled-out intro to neural networks and backpropagation:
 //! building micrograd".
 //!
-//! A scalar autograd engine ([`Value`]), written to read like Karpathy's
-//! `engine.py`. Nothing here uses tensors: every number is its own node.
+//! A scalar autograd engine ([`Value`]) and a neural-net library on top of it
+//! ([`Neuron`], [`Layer`], [`MLP`]), written to read like Karpathy's `engine.py` and
+//! `nn.py`. Nothing here uses tensors: every number in a network is its own node.
 //!
 //! Design: a [`Value`] is an `Rc` to a node holding its data, its gradient, its
 //! inputs and a backward closure. `backward()` sorts the graph with an explicit
@@ -11,5 +12,8 @@
 #![deny(missing_docs)]
 
 pub mod engine;
+pub mod nn;
+pub mod regression;
 
 pub use engine::{values, Value};
+pub use nn::{Activation, Layer, Module, Neuron, MLP};
