@@ -158,6 +158,11 @@ impl Value {
         Rc::ptr_eq(&self.0, &other.0)
     }
 
+    /// The node's address, which identifies it in a drawing.
+    pub(crate) fn node_ptr(&self) -> *const Node {
+        Rc::as_ptr(&self.0)
+    }
+
     /// `self ** exponent` for a constant exponent.
     pub fn powf(&self, exponent: f64) -> Value {
         // ANCHOR: pow

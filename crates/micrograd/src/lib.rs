@@ -11,9 +11,12 @@
 //! more stack than a chain of 3.
 #![deny(missing_docs)]
 
+pub mod draw;
 pub mod engine;
+pub mod examples;
 pub mod nn;
 pub mod regression;
 
+pub use draw::to_dot;
 pub use engine::{values, Value};
 pub use nn::{Activation, Layer, Module, Neuron, MLP};
