@@ -14,6 +14,7 @@
 pub mod draw;
 pub mod engine;
 pub mod examples;
+pub mod moons;
 pub mod nn;
 pub mod regression;
 

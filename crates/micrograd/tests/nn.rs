@@ -31,6 +31,20 @@ fn repo_mlp_has_relu_hidden_layers_and_a_linear_output() {
 }
 
 #[test]
+fn initial_weights_are_karpathys() {
+    // pip micrograd after random.seed(1337): MLP(2, [16, 16, 1]).parameters().
+    let fixture: Json =
+        serde_json::from_str(include_str!("fixtures/pip_micrograd_demo.json")).unwrap();
+    let want = floats(&fixture["init_params"]);
+    let got: Vec<f64> = MLP::new(2, &[16, 16, 1], &mut PyRandom::seed(1337))
+        .parameters()
+        .iter()
+        .map(|p| p.data())
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn lecture_mlp_draws_weights_then_bias() {
     let fixture: Json =
         serde_json::from_str(include_str!("fixtures/lecture_regression.json")).unwrap();

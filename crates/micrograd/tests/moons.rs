@@ -1,0 +1,53 @@
+//! The moons demo against pip micrograd on the same points and weights.
+//!
+//! The full 100-step run is `cargo xtask lecture 1`; here the first steps, which
+//! already exercise every op of the demo, are compared to the last bit we expect.
+
+use micrograd::moons::{self, Moons};
+use micrograd::Module;
+use serde_json::Value as Json;
+
+#[test]
+fn fixture_has_100_balanced_points() {
+    let data = Moons::fixture();
+    assert_eq!(data.x.len(), 100);
+    assert_eq!(data.y.iter().filter(|&&y| y > 0.0).count(), 50);
+}
+
+#[test]
+fn first_steps_match_pip_micrograd() {
+    let fixture: Json =
+        serde_json::from_str(include_str!("fixtures/pip_micrograd_demo.json")).unwrap();
+    let data = Moons::fixture();
+    let model = moons::model(1337);
+    assert_eq!(model.parameters().len(), 337);
+    for k in 0..3 {
+        let (loss, accuracy) = moons::step(&model, &data, k);
+        let want_loss = fixture["loss"][k].as_f64().unwrap();
+        let want_acc = fixture["accuracy"][k].as_f64().unwrap();
+        assert!(
+            (loss - want_loss).abs() <= 1e-9,
+            "step {k}: loss {loss} vs pip micrograd {want_loss}"
+        );
+        assert_eq!(accuracy, want_acc, "step {k} accuracy");
+    }
+}
+
+#[test]
+fn karpathys_printed_start() {
+    // demo.ipynb cell[6] prints this loss and accuracy for the untrained model.
+    let (loss, accuracy) = moons::loss(&moons::model(1337), &Moons::fixture());
+    assert!((loss.data() - 0.8958441028683222).abs() <= 1e-12);
+    assert_eq!(accuracy, 0.5);
+}
+
+#[test]
+fn bad_fixtures_are_errors() {
+    let short = Moons::from_json(r#"{"x": [[0.0, 1.0]], "y": [1, -1]}"#);
+    assert_eq!(short.err().unwrap(), "moons JSON: 1 points but 2 labels");
+    let label = Moons::from_json(r#"{"x": [[0.0, 1.0]], "y": [0]}"#);
+    assert_eq!(label.err().unwrap(), "moons JSON: label 0 is not -1 or 1");
+    assert!(Moons::from_json("{")
+        .unwrap_err()
+        .starts_with("moons JSON: "));
+}
