@@ -17,7 +17,6 @@
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
 use std::fmt;
 use std::iter::Sum;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -59,6 +58,8 @@ pub(crate) struct Node {
     /// `None` for leaves. The closures of all ops but `powf` capture nothing, and a
     /// boxed zero-sized closure does not allocate.
     backward: Option<Backward>,
+    /// Set while a topological sort is under way and has reached this node.
+    visited: Cell<bool>,
 }
 
 impl Node {
@@ -81,6 +82,7 @@ impl Value {
             op: Cow::Borrowed(""),
             label: RefCell::new(String::new()),
             backward: None,
+            visited: Cell::new(false),
         }))
     }
 
@@ -98,6 +100,7 @@ impl Value {
             op: op.into(),
             label: RefCell::new(String::new()),
             backward: Some(Box::new(backward)),
+            visited: Cell::new(false),
         }))
     }
 
@@ -259,17 +262,19 @@ impl Value {
     /// recursive version overflows on deep graphs (micrograd PR #90 hits Python's
     /// recursion limit at depth 1000). Each node is pushed twice: first to visit its
     /// inputs, then, once they are all placed, to be placed itself.
+    ///
+    /// Python keeps a `visited` set; a flag on each node does the same job without
+    /// hashing 65,000 addresses per moons step (which took half of the step's time).
     // ANCHOR: topo
     pub(crate) fn topological_order(&self) -> Vec<&Node> {
         let mut topo = Vec::new();
-        let mut visited = HashSet::new();
         let mut stack: Vec<(&Node, bool)> = vec![(&self.0, false)];
         while let Some((node, inputs_placed)) = stack.pop() {
             if inputs_placed {
                 topo.push(node);
                 continue;
             }
-            if !visited.insert(node as *const Node) {
+            if node.visited.replace(true) {
                 continue;
             }
             stack.push((node, true));
@@ -277,6 +282,10 @@ impl Value {
             for child in node.prev.iter().rev() {
                 stack.push((&child.0, false));
             }
+        }
+        // Every visited node was placed, so this clears all the flags for next time.
+        for node in &topo {
+            node.visited.set(false);
         }
         topo
     }

@@ -228,3 +228,23 @@ fn debug_shows_data_and_grad() {
     v.set_grad(-1.0);
     assert_eq!(format!("{v:?}"), "Value(data=2.5, grad=-1)");
 }
+
+#[test]
+fn a_second_backward_adds_to_the_gradients() {
+    // The sort's visited flags are cleared after each pass, so the second pass sees
+    // the whole graph again, and gradients accumulate without zero_grad.
+    let a = Value::new(3.0);
+    let b = Value::new(-2.0);
+    let c = &a * &b;
+    c.backward();
+    assert_eq!((a.grad(), b.grad()), (-2.0, 3.0));
+    c.backward();
+    assert_eq!((a.grad(), b.grad()), (-4.0, 6.0));
+    // Only the output's gradient is set, not added: intermediate nodes keep theirs,
+    // as in micrograd, so a deeper graph would need zero_grad on every node.
+    // A new graph over the same leaves still reaches them.
+    let e = (&a * &b).tanh();
+    a.set_grad(0.0);
+    e.backward();
+    assert_eq!(a.grad(), -2.0 * (1.0 - e.data() * e.data()));
+}
