@@ -51,3 +51,20 @@ fn bad_fixtures_are_errors() {
         .unwrap_err()
         .starts_with("moons JSON: "));
 }
+
+#[test]
+fn decision_boundary_png() {
+    report::plot::register_font();
+    let dir = std::env::temp_dir().join(format!("micrograd-boundary-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("moons.png");
+    let model = moons::model(1337);
+    micrograd::boundary::draw_png(&model, &Moons::fixture(), "untrained", &path).unwrap();
+    let png = std::fs::read(&path).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height, big-endian, right after the signature and chunk header.
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (800, 640));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

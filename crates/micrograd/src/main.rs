@@ -1,0 +1,313 @@
+//! `micrograd lecture --out DIR [--quick] [--seed S] [--steps K]`: all of lecture 1,
+//! checked against the lecture's numbers (`cargo xtask lecture 1` runs it).
+//!
+//! Stages:
+//! - `examples`: the worked examples, each against its printed value, and the
+//!   neuron's graph as `neuron.dot` (and `neuron.svg` when Graphviz's `dot` is
+//!   installed);
+//! - `regression`: `MLP(3, [4, 4, 1])` on four examples, 20 steps at lr 0.1;
+//! - `moons`: the demo, 100 steps, against Karpathy's numbers and pip micrograd's
+//!   losses step by step; `moons.png` shows the decision boundary.
+//!
+//! `--quick` runs exactly the same: the whole lecture takes about a second in
+//! release. `--steps` shortens the moons demo (its full-run targets become info);
+//! `--seed` changes the weights (targets tied to seed 1337 become info).
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use micrograd::moons::{self, Moons};
+use micrograd::{boundary, examples, regression, to_dot, Module};
+use report::{Progress, Run, RunArgs, Target};
+use serde_json::{json, Value as Json};
+
+#[derive(Parser)]
+#[command(about = "Lecture 1: micrograd, a scalar autograd engine and neural-net library")]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Runs the lecture's examples, the four-example regression and the moons demo,
+    /// and checks every target. --steps applies to the moons demo.
+    Lecture {
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+/// The seed of Karpathy's demo, which the committed reference runs used.
+const SEED: u64 = 1337;
+const REGRESSION_STEPS: usize = 20;
+const MOONS_STEPS: usize = 100;
+
+fn main() -> ExitCode {
+    let Commands::Lecture { run: args } = Cli::parse().command;
+    let config = json!({
+        "regression": {"model": "MLP(3, [4, 4, 1]) tanh, random bias", "steps": REGRESSION_STEPS, "lr": 0.1},
+        "moons": {
+            "model": "MLP(2, [16, 16, 1]) ReLU, linear output, zero bias",
+            "data": "tests/fixtures/moons.json (make_moons n=100 noise=0.1, numpy seed 1337)",
+            "loss": "mean hinge + 1e-4 * L2",
+            "steps": args.steps.unwrap_or(MOONS_STEPS),
+            "lr": "1.0 - 0.9 * k / 100",
+        },
+        "quick": "identical to the full run, which takes about a second in release",
+    });
+    let mut run = Run::new(1, "micrograd", &args, SEED, config);
+    report::plot::register_font();
+    examples_stage(&mut run);
+    regression_stage(&mut run);
+    moons_stage(&mut run);
+    run.finish()
+}
+
+fn examples_stage(run: &mut Run) {
+    let stage = run.stage("examples");
+    let exact = |name: &str, want: f64, got: f64| Target::exact(name, want, 1e-12, got);
+
+    stage.target(Target::exact(
+        "f(3)",
+        20.0,
+        0.0,
+        examples::simple_function(3.0),
+    ));
+    let slope = examples::forward_difference(examples::simple_function, 3.0, 1e-6);
+    stage.target(Target::exact("f'(3) by (f(3+h)-f(3))/h", 14.0, 1e-5, slope));
+
+    let graph = examples::manual_graph(2.0, -3.0, 10.0, -2.0);
+    stage.target(Target::exact("L", -8.0, 0.0, graph.l.data()));
+    stage.target(exact(
+        "L after one step",
+        -7.286496,
+        examples::manual_step(),
+    ));
+
+    let (g, a, b) = examples::readme_expression();
+    stage.target(exact("README g", 24.70408163265306, g.data()));
+    stage.target(exact("README a.grad", 138.83381924198252, a.grad()));
+    stage.target(exact("README b.grad", 645.5772594752186, b.grad()));
+
+    let (y, x) = examples::sanity_check();
+    stage.target(Target::exact("sanity check y", -20.0, 0.0, y.data()));
+    stage.target(Target::exact("sanity check dy/dx", 46.0, 0.0, x.grad()));
+
+    let neuron = examples::neuron_example();
+    let [x1, x2] = &neuron.x;
+    let [w1, w2] = [&neuron.neuron.w[0], &neuron.neuron.w[1]];
+    #[allow(clippy::approx_constant)] // the lecture prints 1/√2 this way
+    stage.target(exact("neuron o", 0.7071067811865476, neuron.o.data()));
+    for (name, want, got) in [
+        ("neuron x1.grad", -1.5, x1.grad()),
+        ("neuron w1.grad", 1.0, w1.grad()),
+        ("neuron x2.grad", 0.5, x2.grad()),
+        ("neuron w2.grad", 0.0, w2.grad()),
+    ] {
+        stage.target(Target::exact(name, want, 1e-6, got));
+    }
+
+    let want = [-12.353553390593273, 10.25699027111255, 0.0625];
+    let (f, grad) = examples::exercise_gradient(2.0, 3.0, 4.0);
+    let by_hand = examples::exercise_gradient_by_hand(2.0, 3.0, 4.0);
+    let numerical = examples::exercise_gradient_numerical(2.0, 3.0, 4.0, 1e-6);
+    stage.target(exact("exercise f(2, 3, 4)", 6.336362190988558, f));
+    for (i, input) in ["a", "b", "c"].iter().enumerate() {
+        stage.target(exact(
+            &format!("exercise df/d{input} backward"),
+            want[i],
+            grad[i],
+        ));
+        stage.target(exact(
+            &format!("exercise df/d{input} by hand"),
+            want[i],
+            by_hand[i],
+        ));
+        stage.target(Target::exact(
+            &format!("exercise df/d{input} symmetric difference"),
+            want[i],
+            1e-7,
+            numerical[i],
+        ));
+    }
+
+    let (loss, logits) = examples::softmax_nll(&[0.0, 3.0, -2.0, 1.0], 3);
+    stage.target(exact("softmax NLL loss", 2.1755153626167147, loss.data()));
+    let want = [
+        0.04177257051535045,
+        0.8390245074625319,
+        0.005653302662216329,
+        -0.8864503806400987,
+    ];
+    for (i, (logit, want)) in logits.iter().zip(want).enumerate() {
+        stage.target(exact(
+            &format!("softmax logit {i} grad"),
+            want,
+            logit.grad(),
+        ));
+    }
+
+    let dot = to_dot(&neuron.o);
+    match run.write_file("neuron.dot", dot.as_bytes()) {
+        Ok(path) => render_svg(&path),
+        Err(e) => eprintln!("warning: could not write neuron.dot: {e}"),
+    }
+}
+
+/// Renders a DOT file to SVG beside it with Graphviz, or says how to.
+fn render_svg(dot_path: &Path) {
+    let svg = dot_path.with_extension("svg");
+    let tmp = dot_path.with_extension("tmp.svg");
+    let rendered = Command::new("dot")
+        .arg("-Tsvg")
+        .arg(dot_path)
+        .arg("-o")
+        .arg(&tmp)
+        .status();
+    match rendered {
+        Ok(status) if status.success() => match std::fs::rename(&tmp, &svg) {
+            Ok(()) => println!("drew {}", svg.display()),
+            Err(e) => eprintln!("warning: could not write {}: {e}", svg.display()),
+        },
+        Ok(status) => eprintln!("warning: dot failed ({status}) on {}", dot_path.display()),
+        Err(_) => println!(
+            "wrote {}; Graphviz's `dot` is not installed (Debian: apt-get install graphviz), \
+             render it with: dot -Tsvg {} -o {}",
+            dot_path.display(),
+            dot_path.display(),
+            svg.display()
+        ),
+    }
+}
+
+fn regression_stage(run: &mut Run) {
+    let seed = run.seed();
+    let stage = run.stage("regression");
+    let result = regression::run(seed, REGRESSION_STEPS, 0.1);
+    for (k, &loss) in result.losses.iter().enumerate() {
+        stage.log(k, loss, None, Some(0.1));
+    }
+    stage.set_steps(REGRESSION_STEPS);
+    let (first, last) = (result.losses[0], result.losses[REGRESSION_STEPS - 1]);
+    stage.set_final("train", last);
+    stage.target(Target::string(
+        "parameters",
+        "41",
+        &result.parameters.to_string(),
+    ));
+    stage.target(Target::below("final loss below the first", first, last));
+    let want = signs(&regression::YS);
+    let got = signs(&result.predictions);
+    stage.target(Target::string("prediction signs", &want, &got));
+
+    // PyTorch float64 on the same seed-1337 weights (tests/fixtures/lecture_regression.py).
+    let reference = fixture(include_str!("../tests/fixtures/lecture_regression.json"));
+    let max_diff = max_abs_diff(&result.losses, &floats(&reference["loss"]));
+    let target = Target::below("max |loss - PyTorch| over 20 steps", 1e-9, max_diff);
+    stage.target(if seed == SEED {
+        target
+    } else {
+        target.ungated()
+    });
+}
+
+fn moons_stage(run: &mut Run) {
+    let seed = run.seed();
+    let steps = run.steps_override().unwrap_or(MOONS_STEPS);
+    let out_dir = run.out_dir().to_path_buf();
+    let stage = run.stage("moons");
+    let data = Moons::fixture();
+    let model = moons::model(seed);
+    stage.target(Target::string(
+        "parameters",
+        "337",
+        &model.parameters().len().to_string(),
+    ));
+
+    let progress = Progress::new(steps, "moons");
+    let mut losses = Vec::new();
+    let mut accuracy = 0.0;
+    let start = Instant::now();
+    for k in 0..steps {
+        let (loss, acc) = moons::step(&model, &data, k);
+        stage.log(k, loss, None, Some(moons::learning_rate(k)));
+        progress.set(k, loss);
+        losses.push(loss);
+        accuracy = acc;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    progress.finish();
+    stage.set_steps(steps);
+
+    // The accuracy of the last step is measured before its update, as the notebook
+    // prints it; so are the losses.
+    let last = *losses.last().unwrap_or(&f64::NAN);
+    stage.set_final("train", last);
+    let full = steps == MOONS_STEPS;
+    let karpathy = full && seed == SEED;
+    let gate = |t: Target, gated: bool| if gated { t } else { t.ungated() };
+    stage.target(gate(Target::exact("accuracy", 1.0, 0.0, accuracy), full));
+    stage.target(gate(Target::below("final loss", 0.05, last), full));
+
+    // Karpathy's notebook (demo.ipynb cell[6], cell[7]) and pip micrograd on the
+    // committed points (tests/fixtures/pip_micrograd_demo.py).
+    let first = losses.first().copied().unwrap_or(f64::NAN);
+    stage.target(gate(
+        Target::exact("step 0 loss (Karpathy)", 0.8958441028683222, 1e-12, first),
+        seed == SEED,
+    ));
+    stage.target(gate(
+        Target::exact("step 99 loss (Karpathy)", 0.010978370135492717, 1e-9, last),
+        karpathy,
+    ));
+    let pip = fixture(include_str!("../tests/fixtures/pip_micrograd_demo.json"));
+    let max_diff = max_abs_diff(&losses, &floats(&pip["loss"]));
+    stage.target(gate(
+        Target::below("max |loss - pip micrograd| per step", 1e-9, max_diff),
+        seed == SEED,
+    ));
+    stage.target(Target::info("ms per step", seconds * 1e3 / steps as f64));
+
+    let title = format!(
+        "moons: MLP(2, [16, 16, 1]), {steps} steps, accuracy {:.0}%",
+        accuracy * 100.0
+    );
+    let png = out_dir.join("moons.png");
+    match boundary::draw_png(&model, &data, &title, &png) {
+        Ok(()) => println!("drew {}", png.display()),
+        Err(e) => eprintln!("warning: could not draw the decision boundary: {e}"),
+    }
+}
+
+fn fixture(text: &str) -> Json {
+    serde_json::from_str(text).expect("the committed fixtures are valid JSON")
+}
+
+fn floats(json: &Json) -> Vec<f64> {
+    let items = json.as_array().map(Vec::as_slice).unwrap_or_default();
+    items.iter().filter_map(Json::as_f64).collect()
+}
+
+/// "+--+" for [0.98, -0.99, -0.97, 0.97].
+fn signs(ys: &[f64]) -> String {
+    ys.iter()
+        .map(|&y| if y > 0.0 { '+' } else { '-' })
+        .collect()
+}
+
+/// The largest difference over the steps both runs have; NaN if there are none or
+/// if any difference is NaN, so that a diverged run cannot pass.
+fn max_abs_diff(ours: &[f64], theirs: &[f64]) -> f64 {
+    let mut max = f64::NAN;
+    for (a, b) in ours.iter().zip(theirs) {
+        let diff = (a - b).abs();
+        if diff.is_nan() {
+            return f64::NAN;
+        }
+        max = if max.is_nan() { diff } else { max.max(diff) };
+    }
+    max
+}
