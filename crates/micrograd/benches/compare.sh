@@ -9,4 +9,4 @@ cd "$(dirname "$0")"
 rust_json=$(mktemp)
 trap 'rm -f "$rust_json"' EXIT
 cargo bench -p micrograd --bench moons -- --json | tee "$rust_json"
-"${PYTHON:-python3}" pip_micrograd.py --rust "$rust_json" "$@"
+"${PYTHON:-python3}" moons_py.py --rust "$rust_json" "$@"
