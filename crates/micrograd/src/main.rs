@@ -252,7 +252,7 @@ fn moons_stage(run: &mut Run) {
     stage.target(gate(Target::exact("accuracy", 1.0, 0.0, accuracy), full));
     stage.target(gate(Target::below("final loss", 0.05, last), full));
 
-    // Karpathy's notebook (demo.ipynb cell[6], cell[7]) and pip micrograd on the
+    // Karpathy's notebook (demo.ipynb cells 6 and 7) and pip micrograd on the
     // committed points (tests/fixtures/pip_micrograd_demo.py).
     let first = losses.first().copied().unwrap_or(f64::NAN);
     stage.target(gate(

@@ -1,7 +1,7 @@
 //! The lecture's first training run: `MLP(3, [4, 4, 1])` fitted to four examples.
 //!
 //! Tanh neurons with random biases, loss `Σ (yout − ygt)²`, full-batch gradient
-//! descent at learning rate 0.1, 20 steps (second-half notebook cell[17]).
+//! descent at learning rate 0.1, 20 steps (second-half notebook, cell 17).
 
 use pyrandom::PyRandom;
 
