@@ -194,6 +194,8 @@ pub fn softmax(logits: &[Value]) -> Vec<Value> {
 
 /// The exercise's negative log likelihood `−log softmax(logits)[label]`, after
 /// backward: returns the loss and the logits (with their gradients).
+///
+/// Panics if `label` is not an index into `logits`.
 pub fn softmax_nll(logits: &[f64], label: usize) -> (Value, Vec<Value>) {
     let logits: Vec<Value> = logits.iter().map(|&l| Value::new(l)).collect();
     let probs = softmax(&logits);
