@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: every crate's criterion benches, then, when a Python with
-//! torch is available, the PyTorch reference scripts kept beside them
-//! (`benches/*_torch.py`, `benches/*_py.py`), which print their own figures.
+//! torch is available, the Python reference scripts kept beside them
+//! (`benches/*.py`, e.g. `matmul_torch.py`), which print their own figures.
 //! For developers comparing speed; nothing here gates.
 
 use std::path::{Path, PathBuf};
@@ -80,10 +80,7 @@ fn reference_scripts(benches: &Path) -> Result<Vec<PathBuf>, String> {
     let mut scripts: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.ends_with("_torch.py") || name.ends_with("_py.py")
-        })
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
         .collect();
     scripts.sort();
     Ok(scripts)
