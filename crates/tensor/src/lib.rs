@@ -24,6 +24,7 @@ mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
 pub use elementwise::erf;
+pub use matmul::max_threads;
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 

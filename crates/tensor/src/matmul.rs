@@ -2,12 +2,48 @@
 //! whose batch axes broadcast, and 1-D operands promoted to a row (left) or a
 //! column (right) and removed again afterwards.
 //!
-//! The arithmetic is `matrixmultiply`'s sgemm through ndarray's `general_mat_mul`,
-//! which reads any strides, so transposed operands are never copied.
+//! The arithmetic is the `gemm` crate's sgemm, which takes any row and column
+//! strides, so transposed operands are never copied. On the course's machine (an
+//! AVX-512 EPYC) its kernels run at about 250 GFLOP/s per core, where
+//! `matrixmultiply` (ndarray's `dot`) and PyTorch 2.15's CPU build both reach
+//! about 110; `benches/matmul.rs` and `benches/matmul_torch.py` measure this.
+//!
+//! Threads: a product big enough to split (gemm decides, from about 48·48·256
+//! multiply-adds) uses up to [`max_threads`] threads. A batch of products too small
+//! to split is divided across threads instead. `ZTH_THREADS=1` keeps everything on
+//! the calling thread, which is what parallel test runs want.
 
 use crate::{broadcast_shapes, Tensor};
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, Axis, Ix2, IxDyn};
+use gemm::Parallelism;
+use ndarray::{ArrayD, ArrayView2, ArrayView3, ArrayViewD, Axis, Ix2, IxDyn};
+use std::sync::OnceLock;
+
+/// Below this many multiply-adds per product gemm runs on one thread (its
+/// default threading threshold), so a batch of them is split across threads.
+const SPLIT_BATCH_BELOW: usize = 48 * 48 * 256;
+/// A batch with fewer multiply-adds than this in total is not worth a thread spawn.
+const SPAWN_ABOVE: usize = 1 << 18;
+
+/// How many threads matrix products may use: `ZTH_THREADS` if it is set to a
+/// positive integer, otherwise the number of available cores.
+pub fn max_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match std::env::var("ZTH_THREADS") {
+            Err(_) => cores,
+            Ok(text) => match text.trim().parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    eprintln!(
+                        "ZTH_THREADS={text:?} is not a positive integer; using {cores} threads"
+                    );
+                    cores
+                }
+            },
+        }
+    })
+}
 
 impl Tensor {
     /// `self @ other` (`torch.matmul`). Shapes: `(M,K)@(K,N)`, `(…,M,K)@(K,N)`,
@@ -49,21 +85,24 @@ impl Tensor {
                     other.shape()
                 )
             });
+        let count: usize = batch.iter().product();
 
         let mut out_shape = batch.clone();
         out_shape.extend([m, n]);
         let mut out = ArrayD::<f32>::zeros(IxDyn(&out_shape));
-        if rb == 2 {
+        let c = out.as_slice_mut().expect("fresh standard layout");
+        if c.is_empty() || k == 0 {
+            // Nothing to compute: an empty result, or sums of zero terms.
+        } else if rb == 2 {
             // A stack of matrices times one matrix is one tall product: (B·M, K) @ (K, N).
-            let rows = a.reshape(&[batch.iter().product::<usize>() * m, k]);
-            let rows = rows.data.view().into_dimensionality::<Ix2>().expect("2-D");
+            let rows = if ra == 2 {
+                a
+            } else {
+                a.reshape(&[count * m, k])
+            };
+            let a2 = rows.data.view().into_dimensionality::<Ix2>().expect("2-D");
             let b2 = b.data.view().into_dimensionality::<Ix2>().expect("2-D");
-            let total_rows = rows.nrows();
-            let mut c = out
-                .view_mut()
-                .into_shape_with_order((total_rows, n))
-                .expect("fresh standard layout");
-            gemm(&rows, &b2, &mut c);
+            product(&a2, &b2, c, max_threads());
         } else {
             let mut a_shape = batch.clone();
             a_shape.extend([m, k]);
@@ -72,17 +111,25 @@ impl Tensor {
             // Broadcast views repeat an operand along batch axes without copying it.
             let av = a.data.broadcast(IxDyn(&a_shape)).expect("checked batch");
             let bv = b.data.broadcast(IxDyn(&b_shape)).expect("checked batch");
-            let count: usize = batch.iter().product();
-            let out_values = out.as_slice_mut().expect("fresh standard layout");
-            for (i, chunk) in out_values
-                .chunks_mut((m * n).max(1))
-                .take(count)
-                .enumerate()
-            {
-                let a2 = matrix_at(&av, &batch, i);
-                let b2 = matrix_at(&bv, &batch, i);
-                let mut c = ArrayViewMut2::from_shape((m, n), chunk).expect("m·n values");
-                gemm(&a2, &b2, &mut c);
+            let (a3, b3) = (stack_of_matrices(&av, count), stack_of_matrices(&bv, count));
+            let threads = max_threads().min(count);
+            if threads > 1 && m * k * n < SPLIT_BATCH_BELOW && count * m * k * n > SPAWN_ABOVE {
+                let per_thread = count.div_ceil(threads);
+                std::thread::scope(|scope| {
+                    for (t, part) in c.chunks_mut(per_thread * m * n).enumerate() {
+                        let (a3, b3) = (&a3, &b3);
+                        scope.spawn(move || {
+                            for (j, cj) in part.chunks_mut(m * n).enumerate() {
+                                let i = t * per_thread + j;
+                                product(&a3.matrix(i), &b3.matrix(i), cj, 1);
+                            }
+                        });
+                    }
+                });
+            } else {
+                for (i, ci) in c.chunks_mut(m * n).enumerate() {
+                    product(&a3.matrix(i), &b3.matrix(i), ci, max_threads());
+                }
             }
         }
 
@@ -98,26 +145,149 @@ impl Tensor {
     }
 }
 
-/// `c = a @ b`.
-fn gemm(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut ArrayViewMut2<f32>) {
-    general_mat_mul(1.0, a, b, 0.0, c);
+/// `c = a @ b`, with `c` a row-major `(M, N)` buffer.
+fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [f32], threads: usize) {
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    assert!(
+        k == k2 && c.len() == m * n,
+        "product: {:?} @ {:?} into {}",
+        a.dim(),
+        b.dim(),
+        c.len()
+    );
+    let parallelism = if threads > 1 {
+        Parallelism::Rayon(threads)
+    } else {
+        Parallelism::None
+    };
+    // SAFETY: the views guarantee that every element at `ptr + i·row_stride +
+    // j·col_stride` inside their dimensions is readable; `c` holds exactly M·N
+    // elements written at `i·N + j`. With read_dst = false gemm overwrites `c`
+    // (alpha, the factor of the old `c`, is unused) with 1.0 · a @ b.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            a.strides()[1],
+            a.strides()[0],
+            b.as_ptr(),
+            b.strides()[1],
+            b.strides()[0],
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            parallelism,
+        );
+    }
 }
 
-/// The matrix at flat batch position `index` (row-major over `batch`).
-fn matrix_at<'a>(
-    view: &ArrayViewD<'a, f32>,
-    batch: &[usize],
-    mut index: usize,
-) -> ArrayView2<'a, f32> {
-    let mut m = view.clone();
-    let mut coords = vec![0; batch.len()];
-    for (c, &d) in coords.iter_mut().zip(batch).rev() {
-        *c = index % d;
-        index /= d;
+/// The operand of a batched product, as `count` matrices.
+enum Stack<'a> {
+    /// Batch axes merged into one: the usual case of a row-major operand.
+    Flat(ArrayView3<'a, f32>),
+    /// Broadcast or strided batch axes, indexed one axis at a time.
+    Nested(ArrayViewD<'a, f32>),
+}
+
+/// Merges the batch axes of `view` into one when the layout allows it, so that
+/// picking a matrix costs a multiplication instead of one step per axis.
+fn stack_of_matrices<'a>(view: &ArrayViewD<'a, f32>, count: usize) -> Stack<'a> {
+    let (rows, cols) = (view.shape()[view.ndim() - 2], view.shape()[view.ndim() - 1]);
+    match view.clone().into_shape_with_order((count, rows, cols)) {
+        Ok(flat) => Stack::Flat(flat),
+        Err(_) => Stack::Nested(view.clone()),
     }
-    for c in coords {
-        m = m.index_axis_move(Axis(0), c);
+}
+
+impl<'a> Stack<'a> {
+    /// The matrix at flat batch position `index` (row-major over the batch axes).
+    fn matrix(&self, mut index: usize) -> ArrayView2<'a, f32> {
+        match self {
+            Stack::Flat(flat) => (*flat).index_axis_move(Axis(0), index),
+            Stack::Nested(view) => {
+                let batch = &view.shape()[..view.ndim() - 2];
+                let mut coords = vec![0; batch.len()];
+                for (c, &d) in coords.iter_mut().zip(batch).rev() {
+                    *c = index % d;
+                    index /= d;
+                }
+                let mut m = view.clone();
+                for c in coords {
+                    m = m.index_axis_move(Axis(0), c);
+                }
+                m.into_dimensionality::<Ix2>()
+                    .expect("2-D after the batch axes")
+            }
+        }
     }
-    m.into_dimensionality::<Ix2>()
-        .expect("2-D after the batch axes")
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values in [-1, 1) from a hash of the position, different per `seed`.
+    fn filled(shape: &[usize], seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let values = (0..n as u64)
+            .map(|i| {
+                ((i.wrapping_mul(2654435761).wrapping_add(seed * 7919) % 2001) as f32) / 1000.0
+                    - 1.0
+            })
+            .collect();
+        Tensor::from_vec(values, shape)
+    }
+
+    /// `a @ b` for 2-D tensors by the textbook triple loop in f64.
+    fn naive(a: &Tensor, b: &Tensor) -> Vec<f64> {
+        let (a, b) = (a.view(), b.view());
+        let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+        let mut out = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| a[[i, p]] as f64 * b[[p, j]] as f64).sum();
+            }
+        }
+        out
+    }
+
+    /// Each result within `1e-6 · sqrt(K) · Σ|a||b|` of the exact product, the
+    /// f32 rounding bound used by the parity tests.
+    fn assert_product(got: &[f32], want: &[f64], a: &Tensor, b: &Tensor) {
+        let scale = naive(&a.abs(), &b.abs());
+        let k = a.shape()[1] as f64;
+        for (i, ((&g, &w), &s)) in got.iter().zip(want).zip(&scale).enumerate() {
+            let tol = 1e-6 * k.sqrt() * s.max(1.0);
+            assert!((g as f64 - w).abs() <= tol, "[{i}]: got {g}, exact {w}");
+        }
+    }
+
+    #[test]
+    fn large_product_split_across_threads_is_exact_enough() {
+        // 128·256·96 multiply-adds is above gemm's threading threshold.
+        let (a, b) = (filled(&[128, 256], 1), filled(&[96, 256], 2).t());
+        let got = a.matmul(&b);
+        assert_eq!(got.shape(), &[128, 96]);
+        assert_product(&got.to_vec(), &naive(&a, &b), &a, &b);
+    }
+
+    #[test]
+    fn batch_of_small_products_split_across_threads() {
+        // 512 products of 8·16·8: each too small for gemm to split, so the batch is.
+        let (a, b) = (filled(&[512, 8, 16], 3), filled(&[512, 16, 8], 4));
+        let got = a.matmul(&b);
+        assert_eq!(got.shape(), &[512, 8, 8]);
+        for i in [0, 1, 255, 256, 511] {
+            let (ai, bi) = (a.narrow(0, i, 1).squeeze(0), b.narrow(0, i, 1).squeeze(0));
+            let gi = got.narrow(0, i, 1).to_vec();
+            assert_product(&gi, &naive(&ai, &bi), &ai, &bi);
+        }
+    }
 }
