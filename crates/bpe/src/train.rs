@@ -1,0 +1,344 @@
+//! Training: pick the most frequent adjacent pair, merge it everywhere, repeat.
+//!
+//! Two algorithms that pick exactly the same merges:
+//! - [`train_plain`] is minbpe's loop: recount every pair, take the max, rewrite every chunk.
+//!   Each merge costs a pass over the whole text.
+//! - [`train_incremental`] counts once, then after each merge updates only the pairs next to
+//!   the merged occurrences. Identical chunks are counted once with a weight.
+//!
+//! Equal counts are broken as minbpe's Python breaks them: `max(stats, key=stats.get)` returns
+//! the first pair inserted into the dict, and the dict is rebuilt every step by scanning the
+//! chunks in order, so the winner is the pair whose first occurrence in the current sequence
+//! comes first. The incremental trainer keeps, for each pair, the positions where it occurs, and
+//! when several pairs tie for the top count it picks the one with the smallest position.
+
+use std::collections::BinaryHeap;
+
+use crate::error::{Error, Result};
+use crate::merges::{merge, FastMap, Pair, Stats};
+
+/// One learned merge: `pair` became token `id`; it occurred `count` times when chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeRecord {
+    /// The two tokens merged.
+    pub pair: Pair,
+    /// The new token (256 + merge index).
+    pub id: u32,
+    /// How often the pair occurred when it was picked.
+    pub count: u64,
+}
+
+/// Which training algorithm to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// minbpe's full recount per merge.
+    Plain,
+    /// Incremental pair counts (same merges, much faster).
+    #[default]
+    Incremental,
+}
+
+fn check_sizes(vocab_size: usize) -> Result<usize> {
+    if vocab_size < 256 {
+        return Err(Error::Train(format!(
+            "vocab_size must be at least 256 (the byte tokens), got {vocab_size}"
+        )));
+    }
+    if vocab_size > u32::MAX as usize / 2 {
+        return Err(Error::Train(format!(
+            "vocab_size {vocab_size} is too large"
+        )));
+    }
+    Ok(vocab_size - 256)
+}
+
+fn too_short(done: usize, wanted: usize) -> Error {
+    Error::Train(format!(
+        "the text only allows {done} merges (every chunk is a single token after that), \
+         but vocab_size asks for {wanted}; use a smaller vocab_size or more text"
+    ))
+}
+
+/// Runs the chosen algorithm on the chunks of a text (in text order).
+pub fn train(chunks: &[&[u8]], vocab_size: usize, algo: Algorithm) -> Result<Vec<MergeRecord>> {
+    match algo {
+        Algorithm::Plain => train_plain(chunks, vocab_size),
+        Algorithm::Incremental => train_incremental(chunks, vocab_size),
+    }
+}
+
+// ANCHOR: train_plain
+/// minbpe's training loop, line for line.
+pub fn train_plain(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<MergeRecord>> {
+    let num_merges = check_sizes(vocab_size)?;
+    let mut ids: Vec<Vec<u32>> = chunks
+        .iter()
+        .map(|c| c.iter().map(|&b| b as u32).collect())
+        .collect();
+    let mut merges = Vec::with_capacity(num_merges);
+    for i in 0..num_merges {
+        let mut stats = Stats::default();
+        for chunk in &ids {
+            stats.add(chunk);
+        }
+        let Some((pair, count)) = stats.most_common() else {
+            return Err(too_short(i, num_merges));
+        };
+        let idx = 256 + i as u32;
+        for chunk in ids.iter_mut() {
+            *chunk = merge(chunk, pair, idx);
+        }
+        merges.push(MergeRecord {
+            pair,
+            id: idx,
+            count: count as u64,
+        });
+    }
+    Ok(merges)
+}
+// ANCHOR_END: train_plain
+
+const NONE: u32 = u32::MAX;
+
+/// A pair's running total and where it occurs.
+struct PairInfo {
+    pair: Pair,
+    /// Weighted number of occurrences.
+    count: i64,
+    /// Unweighted number of occurrences (to know when `at` is mostly stale).
+    live: usize,
+    /// Positions where the pair started at some point; an entry is current when
+    /// `pair_at[pos]` still names this pair. Stale entries are skipped, and swept now and then.
+    at: Vec<u32>,
+}
+
+// ANCHOR: train_incremental
+/// Incremental pair counts: same merges as [`train_plain`], each merge costs only the work
+/// around the occurrences it rewrites.
+///
+/// Identical chunks are stored once, in order of first appearance, with a weight. The first
+/// occurrence of a pair in the whole sequence is then its smallest position in that store: the
+/// earliest chunk that contains the pair is the first copy of some unique chunk.
+pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<MergeRecord>> {
+    let num_merges = check_sizes(vocab_size)?;
+
+    // Unique chunks in first-appearance order, laid end to end as a linked list of tokens.
+    let mut index: FastMap<&[u8], usize> = FastMap::default();
+    let mut uniq: Vec<(&[u8], u32)> = Vec::new();
+    for &c in chunks {
+        let i = *index.entry(c).or_insert_with(|| {
+            uniq.push((c, 0));
+            uniq.len() - 1
+        });
+        uniq[i].1 += 1;
+    }
+    let total: usize = uniq.iter().map(|(c, _)| c.len()).sum();
+    if total >= NONE as usize {
+        return Err(Error::Train(
+            "the text has more than 4 GB of distinct chunks".into(),
+        ));
+    }
+    let mut tok = Vec::with_capacity(total);
+    let mut weight = Vec::with_capacity(total);
+    let mut next = Vec::with_capacity(total);
+    let mut prev = Vec::with_capacity(total);
+    for &(c, w) in &uniq {
+        let start = tok.len() as u32;
+        for (k, &b) in c.iter().enumerate() {
+            tok.push(b as u32);
+            weight.push(w);
+            prev.push(if k == 0 { NONE } else { start + k as u32 - 1 });
+            next.push(if k + 1 == c.len() {
+                NONE
+            } else {
+                start + k as u32 + 1
+            });
+        }
+    }
+
+    // pair_at[p]: index (into `pairs`) of the pair that starts at position p, or NONE.
+    let mut pairs: Vec<PairInfo> = Vec::new();
+    let mut pair_index: FastMap<Pair, u32> = FastMap::default();
+    let mut pair_at = vec![NONE; total];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut add = |pairs: &mut Vec<PairInfo>,
+                   pair_at: &mut Vec<u32>,
+                   touched: &mut Vec<u32>,
+                   pair: Pair,
+                   pos: u32,
+                   w: u32| {
+        let idx = *pair_index.entry(pair).or_insert_with(|| {
+            pairs.push(PairInfo {
+                pair,
+                count: 0,
+                live: 0,
+                at: Vec::new(),
+            });
+            pairs.len() as u32 - 1
+        });
+        let info = &mut pairs[idx as usize];
+        info.count += w as i64;
+        info.live += 1;
+        info.at.push(pos);
+        pair_at[pos as usize] = idx;
+        touched.push(idx);
+    };
+    let remove = |pairs: &mut Vec<PairInfo>,
+                  pair_at: &mut Vec<u32>,
+                  touched: &mut Vec<u32>,
+                  pos: u32,
+                  w: u32| {
+        let idx = std::mem::replace(&mut pair_at[pos as usize], NONE);
+        let info = &mut pairs[idx as usize];
+        info.count -= w as i64;
+        info.live -= 1;
+        touched.push(idx);
+    };
+    for p in 0..total {
+        if next[p] != NONE {
+            let pair = (tok[p], tok[next[p] as usize]);
+            add(
+                &mut pairs,
+                &mut pair_at,
+                &mut touched,
+                pair,
+                p as u32,
+                weight[p],
+            );
+        }
+    }
+    // Max-heap on count; an entry is stale when its count is no longer the pair's.
+    let mut heap: BinaryHeap<(i64, u32)> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.count, i as u32))
+        .collect();
+    let first_at = |info: &PairInfo, idx: u32, pair_at: &[u32]| {
+        info.at
+            .iter()
+            .copied()
+            .filter(|&p| pair_at[p as usize] == idx)
+            .min()
+            .unwrap_or(NONE)
+    };
+
+    let mut merges = Vec::with_capacity(num_merges);
+    let mut tied: Vec<u32> = Vec::new();
+    for step in 0..num_merges {
+        // The most frequent pair; among equal counts, the one that occurs first.
+        tied.clear();
+        let mut top = 0;
+        while let Some(&(count, idx)) = heap.peek() {
+            if !tied.is_empty() && count < top {
+                break;
+            }
+            heap.pop();
+            if count > 0 && pairs[idx as usize].count == count && !tied.contains(&idx) {
+                top = count;
+                tied.push(idx);
+            }
+        }
+        let Some(&best) = tied
+            .iter()
+            .min_by_key(|&&idx| first_at(&pairs[idx as usize], idx, &pair_at))
+        else {
+            return Err(too_short(step, num_merges));
+        };
+        for &idx in &tied {
+            if idx != best {
+                heap.push((top, idx));
+            }
+        }
+
+        let x = 256 + step as u32;
+        let pair = pairs[best as usize].pair;
+        let mut positions = std::mem::take(&mut pairs[best as usize].at);
+        positions.retain(|&p| pair_at[p as usize] == best);
+        positions.sort_unstable();
+        touched.clear();
+        for i in positions {
+            // An earlier merge in this pass may have consumed this occurrence ("aaa").
+            if pair_at[i as usize] != best {
+                continue;
+            }
+            let j = next[i as usize];
+            let (h, k) = (prev[i as usize], next[j as usize]);
+            let w = weight[i as usize];
+            if h != NONE {
+                remove(&mut pairs, &mut pair_at, &mut touched, h, w);
+            }
+            remove(&mut pairs, &mut pair_at, &mut touched, i, w);
+            if k != NONE {
+                remove(&mut pairs, &mut pair_at, &mut touched, j, w);
+            }
+            tok[i as usize] = x;
+            next[i as usize] = k;
+            if k != NONE {
+                prev[k as usize] = i;
+            }
+            if h != NONE {
+                let pair = (tok[h as usize], x);
+                add(&mut pairs, &mut pair_at, &mut touched, pair, h, w);
+            }
+            if k != NONE {
+                let pair = (x, tok[k as usize]);
+                add(&mut pairs, &mut pair_at, &mut touched, pair, i, w);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for &idx in &touched {
+            let info = &mut pairs[idx as usize];
+            if info.at.len() > 2 * info.live + 16 {
+                info.at.retain(|&p| pair_at[p as usize] == idx);
+            }
+            if info.count > 0 {
+                heap.push((info.count, idx));
+            }
+        }
+        merges.push(MergeRecord {
+            pair,
+            id: x,
+            count: top as u64,
+        });
+    }
+    Ok(merges)
+}
+// ANCHOR_END: train_incremental
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wikipedia_example() {
+        // minbpe test_wikipedia_example. After aa=256, (256, 97) and (97, 98) both occur twice;
+        // (256, 97) occurs first, so minbpe merges it, not Wikipedia's "ab".
+        for algo in [Algorithm::Plain, Algorithm::Incremental] {
+            let m = train(&[b"aaabdaaabac"], 259, algo).unwrap();
+            let pairs: Vec<Pair> = m.iter().map(|r| r.pair).collect();
+            assert_eq!(pairs, vec![(97, 97), (256, 97), (257, 98)], "{algo:?}");
+        }
+    }
+
+    #[test]
+    fn overlapping_runs() {
+        let text: &[&[u8]] = &[b"aaaaaaa", b"aaa", b"ab", b"aaaaaaa"];
+        let a = train_plain(text, 260).unwrap();
+        let b = train_incremental(text, 260).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a[0].pair, (97, 97));
+        // get_stats counts overlapping pairs: 6 + 2 + 0 + 6.
+        assert_eq!(a[0].count, 14);
+    }
+
+    #[test]
+    fn too_short_is_an_error() {
+        assert!(matches!(train_plain(&[b"ab"], 258), Err(Error::Train(_))));
+        assert!(matches!(
+            train_incremental(&[b"ab"], 258),
+            Err(Error::Train(_))
+        ));
+        assert!(train_incremental(&[b"ab"], 10).is_err());
+    }
+}
