@@ -46,3 +46,23 @@ pub use openai::{Gpt2Tokenizer, Gpt4Tokenizer, GPT2_SPECIAL_TOKENS, GPT4_SPECIAL
 pub use split::{Splitter, GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN};
 pub use tokenizer::{print_merges, AllowedSpecial, BasicTokenizer, RegexTokenizer};
 pub use train::{Algorithm, MergeRecord};
+
+/// Token ids as a compact JSON array, `[1,2,3]` (what `bpe encode` prints).
+pub fn ids_json(ids: &[u32]) -> String {
+    let mut s = String::with_capacity(ids.len() * 6 + 2);
+    s.push('[');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&id.to_string());
+    }
+    s.push(']');
+    s
+}
+
+/// SHA-256 of [`ids_json`]: a fingerprint of a long encoding, comparable with Python's
+/// `hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()`.
+pub fn ids_sha256(ids: &[u32]) -> String {
+    ::data::sha256_hex(ids_json(ids).as_bytes())
+}

@@ -162,19 +162,6 @@ fn load_tokenizer(args: &TokArgs) -> BoxResult<RegexTokenizer> {
     })
 }
 
-fn ids_json(ids: &[u32]) -> String {
-    let mut s = String::with_capacity(ids.len() * 6 + 2);
-    s.push('[');
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(&id.to_string());
-    }
-    s.push(']');
-    s
-}
-
 fn run(cli: Cli) -> BoxResult<ExitCode> {
     match cli.command {
         Command::Train {
@@ -223,7 +210,7 @@ fn run(cli: Cli) -> BoxResult<ExitCode> {
             let text = read_input(&file)?;
             let ids = tok.encode(&text, &allowed_special.get())?;
             let mut out = std::io::stdout().lock();
-            writeln!(out, "{}", ids_json(&ids))?;
+            writeln!(out, "{}", bpe::ids_json(&ids))?;
         }
         Command::Decode { tok, file } => {
             let tok = load_tokenizer(&tok)?;

@@ -35,7 +35,11 @@ enum Engine {
     /// Empty pattern: the whole text is one chunk (BasicTokenizer).
     Whole,
     Fancy(Box<fancy_regex::Regex>),
-    Fast(Box<meta::Regex>),
+    /// `newline_branch`: the pattern has GPT-4's `\s*[\r\n]` before `\s+(?!\S)`.
+    Fast {
+        re: Box<meta::Regex>,
+        newline_branch: bool,
+    },
 }
 
 /// A compiled split pattern.
@@ -50,16 +54,19 @@ impl Splitter {
     /// get the fast engine, anything else runs on `fancy-regex`.
     pub fn new(pattern: &str) -> Result<Splitter> {
         let fast = match pattern {
-            GPT2_SPLIT_PATTERN => Some(GPT2_FAST),
-            GPT4_SPLIT_PATTERN => Some(GPT4_FAST),
+            GPT2_SPLIT_PATTERN => Some((GPT2_FAST, false)),
+            GPT4_SPLIT_PATTERN => Some((GPT4_FAST, true)),
             _ => None,
         };
         match fast {
-            Some(fast) => {
+            Some((fast, newline_branch)) => {
                 let re = meta::Regex::new(fast).map_err(|e| Error::Regex(e.to_string()))?;
                 Ok(Splitter {
                     pattern: pattern.to_string(),
-                    engine: Engine::Fast(Box::new(re)),
+                    engine: Engine::Fast {
+                        re: Box::new(re),
+                        newline_branch,
+                    },
                 })
             }
             None => Splitter::fancy(pattern),
@@ -97,13 +104,16 @@ impl Splitter {
             return Ok(());
         }
         let mut cache = match &self.engine {
-            Engine::Fast(re) => Some(re.create_cache()),
+            Engine::Fast { re, .. } => Some(re.create_cache()),
             _ => None,
         };
         for run in text.utf8_chunks() {
             let valid = run.valid();
             match &self.engine {
-                Engine::Fast(re) => split_fast(re, cache.as_mut().unwrap(), valid, &mut emit),
+                Engine::Fast { re, newline_branch } => {
+                    let cache = cache.as_mut().unwrap();
+                    split_fast(re, cache, *newline_branch, valid, &mut emit)
+                }
                 Engine::Fancy(re) => {
                     for m in re.find_iter(valid) {
                         let m = m.map_err(|e| Error::Regex(e.to_string()))?;
@@ -131,6 +141,7 @@ impl Splitter {
 fn split_fast<'t>(
     re: &meta::Regex,
     cache: &mut meta::Cache,
+    newline_branch: bool,
     s: &'t str,
     emit: &mut impl FnMut(&'t [u8]),
 ) {
@@ -142,13 +153,15 @@ fn split_fast<'t>(
             // Every character matches some branch of both patterns; stay safe anyway.
             _ => pos + s[pos..].chars().next().map_or(1, char::len_utf8),
         };
-        // Only the final `\s+` branch ends a chunk on whitespace other than \r or \n (the
-        // `\s*[\r\n]` branch ends on a newline). Where the original says `\s+(?!\S)`, a run
-        // followed by more text leaves its last whitespace character to the next chunk
-        // (" world" keeps its space), unless the run is that one character.
+        // Only the final `\s+` branch ends a chunk on whitespace, except GPT-4's `\s*[\r\n]`
+        // which ends on a newline (and `\s+` never sees a newline there: that branch would
+        // have matched first). Where the original says `\s+(?!\S)`, a run followed by more
+        // text leaves its last whitespace character to the next chunk (" world" keeps its
+        // space), unless the run is that one character.
         if end < s.len() {
             let last = s[pos..end].chars().next_back().unwrap();
-            if last.is_whitespace() && last != '\r' && last != '\n' {
+            let newline = last == '\r' || last == '\n';
+            if last.is_whitespace() && !(newline_branch && newline) {
                 let cut = end - last.len_utf8();
                 if cut > pos {
                     end = cut;
@@ -221,6 +234,9 @@ mod tests {
                 "a\u{2028}\u{2028}b",
                 "ſ'ſ x",
                 "\n\n\n   \n\t z",
+                "---\n\nMain",
+                "a \r\n\rb",
+                " \n",
             ] {
                 assert_eq!(
                     fast.chunks(text.as_bytes()).unwrap(),
