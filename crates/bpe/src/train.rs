@@ -75,7 +75,10 @@ pub fn train_plain(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<MergeRecor
         .iter()
         .map(|c| c.iter().map(|&b| b as u32).collect())
         .collect();
-    let mut merges = Vec::with_capacity(num_merges);
+    // Each merge removes at least one token, so a text of n bytes allows fewer than n merges;
+    // do not trust vocab_size for the allocation.
+    let total: usize = chunks.iter().map(|c| c.len()).sum();
+    let mut merges = Vec::with_capacity(num_merges.min(total));
     for i in 0..num_merges {
         let mut stats = Stats::default();
         for chunk in &ids {
@@ -222,7 +225,7 @@ pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<Merg
             .unwrap_or(NONE)
     };
 
-    let mut merges = Vec::with_capacity(num_merges);
+    let mut merges = Vec::with_capacity(num_merges.min(total));
     let mut tied: Vec<u32> = Vec::new();
     for step in 0..num_merges {
         // The most frequent pair; among equal counts, the one that occurs first.
@@ -340,5 +343,8 @@ mod tests {
             Err(Error::Train(_))
         ));
         assert!(train_incremental(&[b"ab"], 10).is_err());
+        // A huge vocab_size on a short text is an error, not a huge allocation.
+        assert!(train_incremental(&[b"abab"], 1 << 30).is_err());
+        assert!(train_plain(&[b"abab"], 1 << 30).is_err());
     }
 }
