@@ -11,13 +11,17 @@
 //!   For OpenAI's vocabularies that lookup and BPE agree; tiktoken's answer is the lookup, so we
 //!   keep it to be tiktoken byte for byte (and it is faster).
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::error::{Error, Result};
 
 /// Two adjacent token ids.
 pub type Pair = (u32, u32);
+
+/// Chunks longer than this are encoded with a heap instead of passes (see `encode_long`).
+const LONG_CHUNK: usize = 256;
 
 /// A fast, non-cryptographic hasher for the pair and byte-string keys of the hot loops
 /// (the standard SipHash costs more than the BPE work it guards).
@@ -266,6 +270,10 @@ impl Merges {
                 return;
             }
         }
+        if bytes.len() > LONG_CHUNK {
+            self.encode_long(bytes, out);
+            return;
+        }
         let start = out.len();
         out.extend(bytes.iter().map(|&b| self.byte_ids[b as usize]));
         let ids = &mut out[start..];
@@ -300,6 +308,71 @@ impl Merges {
         out.truncate(start + n);
     }
     // ANCHOR_END: encode_chunk
+
+    /// [`Merges::encode_chunk`] for long chunks (BasicTokenizer encodes a whole file as one):
+    /// a pass per merge would cost O(length x merges). Here a min-heap holds (rank, position)
+    /// of every mergeable adjacent pair, so each merge costs O(log length). Popping equal ranks
+    /// in position order merges left to right, as a pass does; an entry is stale once the pair
+    /// at its position has changed (pairs only ever change to newer tokens, never back).
+    fn encode_long(&self, bytes: &[u8], out: &mut Vec<u32>) {
+        const NONE: u32 = u32::MAX;
+        let n = bytes.len();
+        let mut tok: Vec<u32> = bytes.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        let mut next: Vec<u32> = (1..=n as u32).collect();
+        next[n - 1] = NONE;
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+        prev[0] = NONE;
+        let mut rank: Vec<u32> = (0..n)
+            .map(|i| {
+                if i + 1 < n {
+                    self.rank_of(tok[i], tok[i + 1])
+                } else {
+                    NONE
+                }
+            })
+            .collect();
+        let mut heap: BinaryHeap<Reverse<(u32, u32)>> = rank
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r != NONE)
+            .map(|(i, &r)| Reverse((r, i as u32)))
+            .collect();
+        while let Some(Reverse((r, i))) = heap.pop() {
+            let iu = i as usize;
+            if tok[iu] == NONE || rank[iu] != r {
+                continue;
+            }
+            let j = next[iu] as usize;
+            let k = next[j];
+            tok[iu] = r;
+            tok[j] = NONE;
+            next[iu] = k;
+            if k != NONE {
+                prev[k as usize] = i;
+            }
+            rank[iu] = if k != NONE {
+                self.rank_of(r, tok[k as usize])
+            } else {
+                NONE
+            };
+            if rank[iu] != NONE {
+                heap.push(Reverse((rank[iu], i)));
+            }
+            let h = prev[iu];
+            if h != NONE {
+                let hu = h as usize;
+                rank[hu] = self.rank_of(tok[hu], r);
+                if rank[hu] != NONE {
+                    heap.push(Reverse((rank[hu], h)));
+                }
+            }
+        }
+        let mut i = 0;
+        while i != NONE as usize {
+            out.push(tok[i]);
+            i = next[i] as usize;
+        }
+    }
 
     #[inline]
     fn rank_of(&self, a: u32, b: u32) -> u32 {
@@ -339,6 +412,25 @@ mod tests {
         m.encode_chunk(text, &mut out, &mut scratch);
         assert_eq!(out, plain);
         assert_eq!(out, vec![258, 100, 258, 97, 99]);
+    }
+
+    #[test]
+    fn long_chunks_encode_like_repeated_merge() {
+        // Overlapping runs and a chain of merges, long enough for the heap path.
+        let m = Merges::from_list(&[(97, 97), (256, 256), (98, 256), (257, 98), (99, 97)]).unwrap();
+        let text: Vec<u8> = b"aaaaaaabaaaaacaaabbaaaab"
+            .iter()
+            .cycle()
+            .take(1000)
+            .copied()
+            .collect();
+        let mut plain: Vec<u32> = text.iter().map(|&b| b as u32).collect();
+        for (i, &p) in m.list().iter().enumerate() {
+            plain = merge(&plain, p, 256 + i as u32);
+        }
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        m.encode_chunk(&text, &mut out, &mut scratch);
+        assert_eq!(out, plain);
     }
 
     #[test]

@@ -147,3 +147,22 @@ fn invalid_utf8_round_trips() {
         assert_eq!(ids[..head.len()], head[..]);
     }
 }
+
+#[test]
+fn long_chunks_match_tiktoken() {
+    // Chunks over 256 bytes take the heap path of encode_chunk.
+    let texts = [
+        " ".repeat(1000),
+        "a".repeat(777),
+        format!("x{}", "ab".repeat(400)),
+        "Supercalifragilisticexpialidocious".repeat(20),
+        "안녕하세요".repeat(60),
+        "!?".repeat(300) + "\n\n\n",
+    ];
+    for text in &texts {
+        let cl = tiktoken_rs::cl100k_base_singleton().encode_ordinary(text);
+        assert_eq!(gpt4().encode_ordinary(text).unwrap(), cl, "{:.20}", text);
+        let r50 = tiktoken_rs::r50k_base_singleton().encode_ordinary(text);
+        assert_eq!(gpt2().encode_ordinary(text).unwrap(), r50, "{:.20}", text);
+    }
+}
