@@ -193,11 +193,6 @@ impl RegexTokenizer {
         })
     }
 
-    /// Swaps in another splitter for the same pattern (tests compare engines with it).
-    pub fn set_splitter(&mut self, splitter: Splitter) {
-        self.splitter = splitter;
-    }
-
     /// The split pattern.
     pub fn pattern(&self) -> &str {
         self.splitter.pattern()

@@ -115,6 +115,52 @@ struct PairInfo {
     at: Vec<u32>,
 }
 
+/// The pair counts of the incremental trainer.
+struct PairCounts {
+    pairs: Vec<PairInfo>,
+    index: FastMap<Pair, u32>,
+    /// `pair_at[p]`: the pair (index into `pairs`) that starts at position p, or NONE.
+    pair_at: Vec<u32>,
+    /// Pairs whose count changed during the current merge.
+    touched: Vec<u32>,
+}
+
+impl PairCounts {
+    fn add(&mut self, pair: Pair, pos: u32, w: u32) {
+        let pairs = &mut self.pairs;
+        let idx = *self.index.entry(pair).or_insert_with(|| {
+            pairs.push(PairInfo {
+                pair,
+                count: 0,
+                live: 0,
+                at: Vec::new(),
+            });
+            pairs.len() as u32 - 1
+        });
+        let info = &mut pairs[idx as usize];
+        info.count += w as i64;
+        info.live += 1;
+        info.at.push(pos);
+        self.pair_at[pos as usize] = idx;
+        self.touched.push(idx);
+    }
+
+    fn remove(&mut self, pos: u32, w: u32) {
+        let idx = std::mem::replace(&mut self.pair_at[pos as usize], NONE);
+        let info = &mut self.pairs[idx as usize];
+        info.count -= w as i64;
+        info.live -= 1;
+        self.touched.push(idx);
+    }
+
+    /// Where pair `idx` occurs first now.
+    fn first_at(&self, idx: u32) -> u32 {
+        let current = |&p: &u32| self.pair_at[p as usize] == idx;
+        let at = &self.pairs[idx as usize].at;
+        at.iter().copied().filter(current).min().unwrap_or(NONE)
+    }
+}
+
 // ANCHOR: train_incremental
 /// Incremental pair counts: same merges as [`train_plain`], each merge costs only the work
 /// around the occurrences it rewrites.
@@ -159,71 +205,21 @@ pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<Merg
         }
     }
 
-    // pair_at[p]: index (into `pairs`) of the pair that starts at position p, or NONE.
-    let mut pairs: Vec<PairInfo> = Vec::new();
-    let mut pair_index: FastMap<Pair, u32> = FastMap::default();
-    let mut pair_at = vec![NONE; total];
-    let mut touched: Vec<u32> = Vec::new();
-    let mut add = |pairs: &mut Vec<PairInfo>,
-                   pair_at: &mut Vec<u32>,
-                   touched: &mut Vec<u32>,
-                   pair: Pair,
-                   pos: u32,
-                   w: u32| {
-        let idx = *pair_index.entry(pair).or_insert_with(|| {
-            pairs.push(PairInfo {
-                pair,
-                count: 0,
-                live: 0,
-                at: Vec::new(),
-            });
-            pairs.len() as u32 - 1
-        });
-        let info = &mut pairs[idx as usize];
-        info.count += w as i64;
-        info.live += 1;
-        info.at.push(pos);
-        pair_at[pos as usize] = idx;
-        touched.push(idx);
-    };
-    let remove = |pairs: &mut Vec<PairInfo>,
-                  pair_at: &mut Vec<u32>,
-                  touched: &mut Vec<u32>,
-                  pos: u32,
-                  w: u32| {
-        let idx = std::mem::replace(&mut pair_at[pos as usize], NONE);
-        let info = &mut pairs[idx as usize];
-        info.count -= w as i64;
-        info.live -= 1;
-        touched.push(idx);
+    let mut counts = PairCounts {
+        pairs: Vec::new(),
+        index: FastMap::default(),
+        pair_at: vec![NONE; total],
+        touched: Vec::new(),
     };
     for p in 0..total {
         if next[p] != NONE {
-            let pair = (tok[p], tok[next[p] as usize]);
-            add(
-                &mut pairs,
-                &mut pair_at,
-                &mut touched,
-                pair,
-                p as u32,
-                weight[p],
-            );
+            counts.add((tok[p], tok[next[p] as usize]), p as u32, weight[p]);
         }
     }
     // Max-heap on count; an entry is stale when its count is no longer the pair's.
-    let mut heap: BinaryHeap<(i64, u32)> = pairs
-        .iter()
-        .enumerate()
+    let mut heap: BinaryHeap<(i64, u32)> = (counts.pairs.iter().enumerate())
         .map(|(i, p)| (p.count, i as u32))
         .collect();
-    let first_at = |info: &PairInfo, idx: u32, pair_at: &[u32]| {
-        info.at
-            .iter()
-            .copied()
-            .filter(|&p| pair_at[p as usize] == idx)
-            .min()
-            .unwrap_or(NONE)
-    };
 
     let mut merges = Vec::with_capacity(num_merges.min(total));
     let mut tied: Vec<u32> = Vec::new();
@@ -236,15 +232,12 @@ pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<Merg
                 break;
             }
             heap.pop();
-            if count > 0 && pairs[idx as usize].count == count && !tied.contains(&idx) {
+            if count > 0 && counts.pairs[idx as usize].count == count && !tied.contains(&idx) {
                 top = count;
                 tied.push(idx);
             }
         }
-        let Some(&best) = tied
-            .iter()
-            .min_by_key(|&&idx| first_at(&pairs[idx as usize], idx, &pair_at))
-        else {
+        let Some(&best) = tied.iter().min_by_key(|&&idx| counts.first_at(idx)) else {
             return Err(too_short(step, num_merges));
         };
         for &idx in &tied {
@@ -253,26 +246,27 @@ pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<Merg
             }
         }
 
+        // Merge every occurrence, left to right, updating only the neighbouring pairs.
         let x = 256 + step as u32;
-        let pair = pairs[best as usize].pair;
-        let mut positions = std::mem::take(&mut pairs[best as usize].at);
-        positions.retain(|&p| pair_at[p as usize] == best);
+        let pair = counts.pairs[best as usize].pair;
+        let mut positions = std::mem::take(&mut counts.pairs[best as usize].at);
+        positions.retain(|&p| counts.pair_at[p as usize] == best);
         positions.sort_unstable();
-        touched.clear();
+        counts.touched.clear();
         for i in positions {
             // An earlier merge in this pass may have consumed this occurrence ("aaa").
-            if pair_at[i as usize] != best {
+            if counts.pair_at[i as usize] != best {
                 continue;
             }
             let j = next[i as usize];
             let (h, k) = (prev[i as usize], next[j as usize]);
             let w = weight[i as usize];
             if h != NONE {
-                remove(&mut pairs, &mut pair_at, &mut touched, h, w);
+                counts.remove(h, w); // (tok[h], a)
             }
-            remove(&mut pairs, &mut pair_at, &mut touched, i, w);
+            counts.remove(i, w); // (a, b)
             if k != NONE {
-                remove(&mut pairs, &mut pair_at, &mut touched, j, w);
+                counts.remove(j, w); // (b, tok[k])
             }
             tok[i as usize] = x;
             next[i as usize] = k;
@@ -280,25 +274,29 @@ pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<Merg
                 prev[k as usize] = i;
             }
             if h != NONE {
-                let pair = (tok[h as usize], x);
-                add(&mut pairs, &mut pair_at, &mut touched, pair, h, w);
+                counts.add((tok[h as usize], x), h, w);
             }
             if k != NONE {
-                let pair = (x, tok[k as usize]);
-                add(&mut pairs, &mut pair_at, &mut touched, pair, i, w);
+                counts.add((x, tok[k as usize]), i, w);
             }
         }
+        let mut touched = std::mem::take(&mut counts.touched);
         touched.sort_unstable();
         touched.dedup();
         for &idx in &touched {
-            let info = &mut pairs[idx as usize];
-            if info.at.len() > 2 * info.live + 16 {
-                info.at.retain(|&p| pair_at[p as usize] == idx);
+            if counts.pairs[idx as usize].at.len() > 2 * counts.pairs[idx as usize].live + 16 {
+                let at = std::mem::take(&mut counts.pairs[idx as usize].at);
+                let at = at
+                    .into_iter()
+                    .filter(|&p| counts.pair_at[p as usize] == idx);
+                counts.pairs[idx as usize].at = at.collect();
             }
-            if info.count > 0 {
-                heap.push((info.count, idx));
+            let count = counts.pairs[idx as usize].count;
+            if count > 0 {
+                heap.push((count, idx));
             }
         }
+        counts.touched = touched;
         merges.push(MergeRecord {
             pair,
             id: x,
