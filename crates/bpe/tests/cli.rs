@@ -16,6 +16,13 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// An empty input file.
+fn empty() -> String {
+    let p = tmp("empty.txt");
+    std::fs::write(&p, "").unwrap();
+    p.to_str().unwrap().to_string()
+}
+
 #[test]
 fn train_encode_decode_round_trip_with_invalid_utf8() {
     let input = tmp("input.txt");
@@ -70,12 +77,12 @@ fn train_encode_decode_round_trip_with_invalid_utf8() {
 
 #[test]
 fn clear_errors() {
-    let out = bpe(&["encode", "--model", "/nonexistent/x.model", "/dev/null"]);
+    let out = bpe(&["encode", "--model", "/nonexistent/x.model", &empty()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.model"));
 
     // Neither --model nor --encoding: clap says so.
-    let out = bpe(&["encode", "/dev/null"]);
+    let out = bpe(&["encode", &empty()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
 
@@ -116,11 +123,11 @@ fn clear_errors() {
 
 #[test]
 fn missing_data_names_the_file_and_the_fix() {
-    let empty = tmp("no-data");
-    std::fs::create_dir_all(&empty).unwrap();
+    let no_data = tmp("no-data");
+    std::fs::create_dir_all(&no_data).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_bpe"))
-        .args(["encode", "--encoding", "cl100k_base", "/dev/null"])
-        .env("ZTH_DATA", &empty)
+        .args(["encode", "--encoding", "cl100k_base", &empty()])
+        .env("ZTH_DATA", &no_data)
         .output()
         .unwrap();
     assert!(!out.status.success());
