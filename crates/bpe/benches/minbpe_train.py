@@ -1,8 +1,11 @@
 """The Python side of benches/speed.rs: minbpe's train.py steps, timed on this machine.
 
-Prints JSON: {"basic": seconds, "regex": seconds, "tiktoken_cl100k_mb_s": MB/s}.
-Needs MINBPE (a checkout of karpathy/minbpe; not vendored) and ZTH_DATA; tiktoken is
-optional and reads its vocabulary from ZTH_DATA, offline.
+`cargo xtask bench --crate bpe` runs speed.rs and then this script, so both sides are measured
+in one run; this script prints the ratios from the figures speed.rs left in
+$CARGO_TARGET_DIR/tmp/bpe-speed.json (default target/tmp/). Needs MINBPE, a checkout of
+karpathy/minbpe (not vendored here); without it, it says so and does nothing. Data comes
+from $ZTH_DATA, else the workspace's datasets/. Python tiktoken, if installed, is timed too,
+reading its vocabulary from the data folder (offline).
 """
 
 import hashlib
@@ -13,17 +16,21 @@ import sys
 import tempfile
 import time
 
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+if "MINBPE" not in os.environ:
+    print("minbpe_train.py: set MINBPE=/path/to/karpathy/minbpe to time minbpe beside benches/speed.rs")
+    sys.exit(0)
 sys.path.insert(0, os.environ["MINBPE"])
 from minbpe import BasicTokenizer, RegexTokenizer  # noqa: E402
 
-data = os.environ["ZTH_DATA"]
+data = os.environ.get("ZTH_DATA") or os.path.join(root, "datasets")
 text = open(os.path.join(data, "taylorswift.txt"), encoding="utf-8").read()
-out = {}
+py = {}
 for cls, name in [(BasicTokenizer, "basic"), (RegexTokenizer, "regex")]:
     t0 = time.time()
     cls().train(text, 512)
-    out[name] = time.time() - t0
-    print(f"{name}: {out[name]:.2f} s", file=sys.stderr)
+    py[name] = time.time() - t0
+print(f"python minbpe train vocab 512 on taylorswift.txt: Basic {py['basic']:.2f} s, Regex {py['regex']:.2f} s")
 
 try:
     cache = os.path.join(tempfile.gettempdir(), "zth-tiktoken-cache")
@@ -35,9 +42,20 @@ try:
     import tiktoken
 
     enc = tiktoken.get_encoding("cl100k_base")
-    best = min(_time for _time in (
-        (lambda t0: (enc.encode_ordinary(text), time.time() - t0)[1])(time.time()) for _ in range(5)))
-    out["tiktoken_cl100k_mb_s"] = len(text.encode()) / 1e6 / best
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.time()
+        enc.encode_ordinary(text)
+        best = min(best, time.time() - t0)
+    print(f"python tiktoken cl100k encode taylorswift.txt: {len(text.encode()) / 1e6 / best:.1f} MB/s")
 except ImportError:
     pass
-print(json.dumps(out))
+
+target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(root, "target")
+figures = os.path.join(target, "tmp", "bpe-speed.json")
+if os.path.exists(figures) and time.time() - os.path.getmtime(figures) < 3600:
+    rust = json.load(open(figures))
+    print(f"ratio  training speed-up over minbpe: Basic {py['basic'] / rust['train_basic_s']:.0f}x, "
+          f"Regex {py['regex'] / rust['train_regex_s']:.0f}x (goal >= 100x)")
+else:
+    print(f"no recent {figures}: run `cargo bench -p bpe` first for the ratios")

@@ -1,14 +1,14 @@
-//! Lecture 8's speed goals, measured side by side in one run (`cargo bench -p bpe`, or
-//! `cargo xtask bench --crate bpe`). Needs ZTH_DATA (xtask sets it).
+//! Lecture 8's speed goals, measured side by side in one run: `cargo xtask bench --crate bpe`
+//! runs this, then `minbpe_train.py` beside it, which times minbpe's Python on the same
+//! machine and prints the ratios from the figures this bench leaves in
+//! `target/tmp/bpe-speed.json`. Needs ZTH_DATA (xtask sets it), and MINBPE (a checkout of
+//! karpathy/minbpe) for the Python side.
 //!
-//! - training vocab 512 on taylorswift.txt vs minbpe's Python (goal: 100x faster). The Python
-//!   side is `minbpe_train.py` beside this file, run when `MINBPE` points at a checkout of
-//!   karpathy/minbpe (Python from `ZTH_PYTHON`, else `python3`);
+//! - training vocab 512 on taylorswift.txt vs minbpe's Python (goal: 100x faster);
 //! - the incremental trainer vs the plain one, and vocab 10,000 on tinyshakespeare.txt;
 //! - encoding throughput with cl100k_base / r50k_base vs tiktoken-rs on the same text
 //!   (goal: at least equal).
 
-use std::process::Command;
 use std::time::Instant;
 
 use bpe::train::{train_incremental, train_plain};
@@ -27,27 +27,6 @@ fn best<T>(n: usize, mut f: impl FnMut() -> T) -> f64 {
 
 fn text(name: &str) -> String {
     data::read_text(name).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// minbpe's Python timings: {"basic": s, "regex": s, "tiktoken_cl100k_mb_s": x}.
-fn python_side() -> Option<serde_json::Value> {
-    let minbpe = std::env::var("MINBPE").ok()?;
-    let py = std::env::var("ZTH_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/minbpe_train.py");
-    eprintln!("running {py} {script} (minbpe at {minbpe}); this takes a while");
-    let out = Command::new(py)
-        .arg(script)
-        .env("MINBPE", minbpe)
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        eprintln!(
-            "minbpe_train.py failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return None;
-    }
-    serde_json::from_slice(&out.stdout).ok()
 }
 
 fn main() {
@@ -116,24 +95,6 @@ fn main() {
         ratios.push(ours4 / theirs4);
     }
 
-    match python_side() {
-        Some(py) => {
-            let pb = py["basic"].as_f64().unwrap_or(f64::NAN);
-            let pr = py["regex"].as_f64().unwrap_or(f64::NAN);
-            println!("python minbpe train vocab 512: Basic {pb:.2} s, Regex {pr:.2} s");
-            println!(
-                "ratio  training speed-up over minbpe: Basic {:.0}x, Regex {:.0}x (goal >= 100x)",
-                pb / basic,
-                pr / regex
-            );
-            if let Some(tk) = py["tiktoken_cl100k_mb_s"].as_f64() {
-                println!("python tiktoken cl100k encode taylorswift.txt: {tk:.1} MB/s (its Rust core, for reference)");
-            }
-        }
-        None => println!(
-            "python minbpe not run: set MINBPE=/path/to/karpathy/minbpe (and ZTH_PYTHON) to time it side by side"
-        ),
-    }
     println!(
         "ratio  cl100k encode vs tiktoken-rs: {} (goal >= 1.00)",
         ratios
@@ -142,4 +103,11 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let figures = serde_json::json!({
+        "train_basic_s": basic, "train_regex_s": regex, "plain_regex_s": plain,
+        "incremental_regex_s": incr, "vocab_10000_s": big, "cl100k_vs_tiktoken_rs": ratios,
+    });
+    let path = concat!(env!("CARGO_TARGET_TMPDIR"), "/bpe-speed.json");
+    std::fs::write(path, figures.to_string()).unwrap();
+    println!("wrote {path}; benches/minbpe_train.py times minbpe beside these figures");
 }
