@@ -40,7 +40,7 @@ impl Hasher for FastHasher {
         for (i, &b) in chunks.remainder().iter().enumerate() {
             last |= (b as u64) << (8 * i);
         }
-        self.write_u64(last ^ (bytes.len() as u64) << 56);
+        self.write_u64(last ^ ((bytes.len() as u64) << 56));
     }
     fn write_u64(&mut self, x: u64) {
         self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(K);
