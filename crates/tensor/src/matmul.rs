@@ -279,6 +279,25 @@ mod tests {
     }
 
     #[test]
+    fn thread_count_does_not_change_a_single_bit() {
+        // gemm splits rows and columns between threads, never the K sum, so a run
+        // with ZTH_THREADS=1 reproduces a run with 2 exactly.
+        let (a, b) = (filled(&[300, 500], 5), filled(&[500, 200], 6));
+        let (a2, b2) = (
+            a.view().into_dimensionality::<Ix2>().unwrap(),
+            b.view().into_dimensionality::<Ix2>().unwrap(),
+        );
+        let mut one = vec![0f32; 300 * 200];
+        let mut two = vec![0f32; 300 * 200];
+        product(&a2, &b2, &mut one, 1);
+        product(&a2, &b2, &mut two, 2);
+        assert!(one
+            .iter()
+            .zip(&two)
+            .all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+
+    #[test]
     fn batch_of_small_products_split_across_threads() {
         // 512 products of 8·16·8: each too small for gemm to split, so the batch is.
         let (a, b) = (filled(&[512, 8, 16], 3), filled(&[512, 16, 8], 4));
