@@ -1,0 +1,44 @@
+//! `Tanh`: the element-wise non-linearity, a layer without parameters.
+
+use super::Module;
+use autograd::{Params, Var};
+
+/// `torch.tanh` as a layer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tanh;
+
+impl Module for Tanh {
+    // ANCHOR: tanh
+    fn forward<'g>(&mut self, _params: &Params, x: Var<'g>) -> Var<'g> {
+        x.tanh()
+    }
+    // ANCHOR_END: tanh
+
+    fn name(&self) -> &'static str {
+        "Tanh"
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::fixture::{assert_close, load, tensor};
+    use autograd::Graph;
+
+    #[test]
+    fn forward_and_backward_match_pytorch() {
+        let f = load("tanh");
+        let graph = Graph::new();
+        let x = graph.leaf(tensor(&f["x"], &[2, 5]));
+        let y = Tanh.forward(&Params::new(), x);
+        assert_close("y", &y.value(), &f["y"], 1e-6);
+        let grads = (y * graph.constant(tensor(&f["r"], &[2, 5])))
+            .sum_all()
+            .backward();
+        assert_close("dx", grads.of(x).unwrap(), &f["dx"], 1e-6);
+    }
+}
