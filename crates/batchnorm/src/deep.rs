@@ -1,0 +1,108 @@
+//! Model B, the "PyTorch-ified" deep network (cell[13]), and the same stack
+//! without batch norm for the lecture's gain experiments.
+//!
+//! With batch norm: `C`, then five `Linear(bias=false) → BatchNorm1d → Tanh`
+//! blocks of 100 units and `Linear(100, 27, bias=false) → BatchNorm1d(27)`, the
+//! last gamma scaled by 0.1 ("make less confident"): 47,024 parameters.
+//! Without: `Linear(bias=true) → Tanh` blocks, the last layer's weight scaled by
+//! 0.1, and every other Linear weight multiplied by the gain under study.
+
+use crate::nn::{BatchNorm1d, Linear, Module, Sequential, Tanh};
+use autograd::{Graph, ParamId, Params, Var};
+use tensor::rng::TorchGenerator;
+
+/// Embedding size.
+pub const N_EMBD: usize = 10;
+/// Units per hidden layer.
+pub const N_HIDDEN: usize = 100;
+/// Context length.
+pub const BLOCK_SIZE: usize = 3;
+/// Vocabulary size.
+pub const VOCAB: usize = 27;
+/// Hidden blocks.
+pub const DEPTH: usize = 5;
+
+/// The embedding table and the layer stack.
+pub struct DeepNet {
+    /// `[C] + [p for layer in layers for p in layer.parameters()]`.
+    pub params: Params,
+    /// The embedding table, `(27, 10)`.
+    pub c: ParamId,
+    /// The layers.
+    pub layers: Sequential,
+}
+
+impl DeepNet {
+    // ANCHOR: model_b
+    /// Draws `C` and then each Linear's weight from `g`, in the lecture's order.
+    /// `gain` multiplies every Linear weight but the last (the lecture's `5/3` experiments).
+    pub fn new(g: &mut TorchGenerator, batchnorm: bool, gain: f32) -> DeepNet {
+        let mut params = Params::new();
+        let c = params.add("C", g.randn(&[VOCAB, N_EMBD]));
+        let mut layers: Vec<Box<dyn Module>> = Vec::new();
+        for i in 0..DEPTH {
+            let fan_in = if i == 0 {
+                N_EMBD * BLOCK_SIZE
+            } else {
+                N_HIDDEN
+            };
+            let linear = Linear::new(
+                &mut params,
+                g,
+                &format!("layer{i}"),
+                fan_in,
+                N_HIDDEN,
+                !batchnorm,
+            );
+            let w = params.get_mut(linear.weight);
+            w.value = w.value.mul_scalar(gain);
+            layers.push(Box::new(linear));
+            if batchnorm {
+                layers.push(Box::new(BatchNorm1d::new(
+                    &mut params,
+                    &format!("bn{i}"),
+                    N_HIDDEN,
+                )));
+            }
+            layers.push(Box::new(Tanh));
+        }
+        let last = Linear::new(&mut params, g, "out", N_HIDDEN, VOCAB, !batchnorm);
+        if batchnorm {
+            layers.push(Box::new(last));
+            let bn = BatchNorm1d::new(&mut params, "bn_out", VOCAB);
+            let gamma = params.get_mut(bn.gamma);
+            gamma.value = gamma.value.mul_scalar(0.1); // last layer: make less confident
+            layers.push(Box::new(bn));
+        } else {
+            let w = params.get_mut(last.weight);
+            w.value = w.value.mul_scalar(0.1);
+            layers.push(Box::new(last));
+        }
+        DeepNet {
+            params,
+            c,
+            layers: Sequential::new(layers),
+        }
+    }
+    // ANCHOR_END: model_b
+
+    /// Every layer's output for contexts `xb` (row-major `(B, 3)`); the last is the logits `(B, 27)`.
+    pub fn forward_traced<'g>(&mut self, graph: &'g Graph, xb: &[usize]) -> Vec<Var<'g>> {
+        let b = xb.len() / BLOCK_SIZE;
+        let emb = graph
+            .param(&self.params, self.c)
+            .index_rows(xb, &[b, BLOCK_SIZE]); // (B, 3, 10)
+        let x = emb.reshape(&[b, BLOCK_SIZE * N_EMBD]); // (B, 30)
+        self.layers.forward_traced(&self.params, x)
+    }
+
+    /// The logits `(B, 27)`.
+    pub fn forward<'g>(&mut self, graph: &'g Graph, xb: &[usize]) -> Var<'g> {
+        let b = xb.len() / BLOCK_SIZE;
+        let emb = graph
+            .param(&self.params, self.c)
+            .index_rows(xb, &[b, BLOCK_SIZE]); // (B, 3, 10)
+        let x = emb.reshape(&[b, BLOCK_SIZE * N_EMBD]); // (B, 30)
+        self.layers.forward(&self.params, x)
+    }
+}
