@@ -31,6 +31,10 @@ pub struct BatchNorm1d {
     pub momentum: f32,
     /// Batch statistics (true) or running statistics (false).
     pub training: bool,
+    /// Lecture 6's bug, kept for its performance log: reduce over axis 0 only,
+    /// so a `(B, T, C)` input gets separate statistics (and running buffers
+    /// `(T, C)`) for every position instead of one set per channel.
+    pub batch_axis_only: bool,
 }
 
 impl BatchNorm1d {
@@ -44,13 +48,15 @@ impl BatchNorm1d {
             eps: 1e-5,
             momentum: 0.1,
             training: true,
+            batch_axis_only: false,
         }
     }
 
     /// The axes the statistics run over: the batch, and for 3-D input the positions too.
-    fn batch_axes(shape: &[usize]) -> &'static [isize] {
+    fn batch_axes(&self, shape: &[usize]) -> &'static [isize] {
         match shape.len() {
             2 => &[0],
+            3 if self.batch_axis_only => &[0],
             3 => &[0, 1],
             _ => panic!("BatchNorm1d: expected (B, C) or (B, T, C) input, got {shape:?}"),
         }
@@ -63,7 +69,7 @@ impl Module for BatchNorm1d {
         let graph = x.graph();
         let shape = x.shape();
         let (xmean, xvar) = if self.training {
-            let axes = Self::batch_axes(&shape);
+            let axes = self.batch_axes(&shape);
             (x.mean_axes(axes, true), x.var_axes(axes, true, true)) // (1, C) or (1, 1, C)
         } else {
             (
@@ -74,17 +80,19 @@ impl Module for BatchNorm1d {
         let xhat = (x - xmean) / (xvar + self.eps).sqrt(); // normalise to unit variance
         let out = graph.param(params, self.gamma) * xhat + graph.param(params, self.beta);
         if self.training {
-            // A buffer update, outside the graph (`with torch.no_grad()`).
-            let dim = [self.running_mean.len()];
+            // A buffer update, outside the graph (`with torch.no_grad()`). The
+            // statistics drop their kept unit axes: (C,), or (T, C) with the bug.
+            let reduced = self.batch_axes(&shape).len();
+            let stat_shape = &xmean.shape()[reduced..];
             let keep = (1.0 - self.momentum as f64) as f32;
             self.running_mean = self
                 .running_mean
                 .mul_scalar(keep)
-                .add(&xmean.value().reshape(&dim).mul_scalar(self.momentum));
+                .add(&xmean.value().reshape(stat_shape).mul_scalar(self.momentum));
             self.running_var = self
                 .running_var
                 .mul_scalar(keep)
-                .add(&xvar.value().reshape(&dim).mul_scalar(self.momentum));
+                .add(&xvar.value().reshape(stat_shape).mul_scalar(self.momentum));
         }
         out
     }
