@@ -1,0 +1,344 @@
+//! `wavenet lecture --out DIR [--quick] [--seed S] [--steps K] [--ladder]`: lecture 6 end to end.
+//!
+//! Builds the hierarchical model, checks the parameter count and PyTorch's
+//! step-0 loss, trains 200k steps, evaluates in eval mode, plots the loss as
+//! means over blocks of 1000 steps, prints the shape walk-through and samples,
+//! and checks the convolution view. `--ladder` adds the performance log.
+
+use autograd::{Graph, Sgd};
+use batchnorm::data::{Examples, Splits};
+use batchnorm::diagnostics::line_plot;
+use batchnorm::{sample_name, split_loss, step_lr};
+use clap::{Args, Parser, Subcommand};
+use report::{Progress, Run, RunArgs, Stage, Target};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+use std::time::Instant;
+use tensor::rng::TorchGenerator;
+use wavenet::{conv_logits, Config, WaveNet};
+
+const SEED: u64 = 42;
+const BATCH: usize = 32;
+const STEPS: usize = 200_000;
+const DECAY_AT: usize = 150_000;
+const FIXTURE: &str = include_str!("../tests/fixtures/lecture6.json");
+
+#[derive(Parser)]
+#[command(version, about = "Lecture 6: building a WaveNet")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the lecture: the hierarchical model, 200k steps, eval, samples, the convolution view.
+    Lecture(LectureArgs),
+}
+
+#[derive(Args)]
+struct LectureArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Also run the lecture's performance log: five configurations, 200k steps each.
+    #[arg(long)]
+    ladder: bool,
+}
+
+fn main() -> ExitCode {
+    let Command::Lecture(args) = Cli::parse().command;
+    match lecture(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What one training run produced.
+struct Trained {
+    net: WaveNet,
+    g: TorchGenerator,
+    losses: Vec<f32>,
+    ms_per_step: f64,
+}
+
+// ANCHOR: train
+/// Trains `config` from `manual_seed(seed)`: minibatches from the same generator, SGD, step decay.
+fn train(
+    config: Config,
+    seed: u64,
+    train: &Examples,
+    steps: usize,
+    stage: &mut Stage,
+    label: &str,
+) -> Result<Trained, String> {
+    let mut g = TorchGenerator::manual_seed(seed);
+    let mut net = WaveNet::new(config, &mut g);
+    println!("{label}: {} parameters", net.params.count());
+    let progress = Progress::new(steps, label);
+    let mut losses = Vec::with_capacity(steps);
+    let start = Instant::now();
+    for i in 0..steps {
+        let (xb, yb) = train.minibatch(&mut g, BATCH);
+        let graph = Graph::new();
+        let loss = net.forward(&graph, &xb).cross_entropy(&yb);
+        let lv = loss.item();
+        if !lv.is_finite() {
+            return Err(format!("{label}: the loss is {lv} at step {i}"));
+        }
+        let grads = loss.backward();
+        net.params.zero_grad();
+        net.params.accumulate(&grads);
+        let lr = step_lr(i, DECAY_AT);
+        Sgd::new(lr).step(&mut net.params);
+        losses.push(lv);
+        if (i + 1) % 1000 == 0 {
+            // The lecture's curve: the mean over each block of 1000 steps.
+            let block = &losses[i + 1 - 1000..=i];
+            stage.log(
+                i,
+                block.iter().map(|&l| l as f64).sum::<f64>() / 1000.0,
+                None,
+                Some(lr as f64),
+            );
+        }
+        if i % 10_000 == 0 {
+            println!("{i:7}/{steps:7}: {lv:.4}");
+        }
+        progress.set(i + 1, lv as f64);
+    }
+    progress.finish();
+    let ms_per_step = start.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
+    Ok(Trained {
+        net,
+        g,
+        losses,
+        ms_per_step,
+    })
+}
+// ANCHOR_END: train
+
+fn evaluate(net: &mut WaveNet, splits: &Splits) -> (f64, f64) {
+    net.set_training(false);
+    let train = split_loss(&splits.train, |graph, xb| net.forward(graph, xb));
+    let val = split_loss(&splits.val, |graph, xb| net.forward(graph, xb));
+    (train, val)
+}
+
+fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
+    let fixture: Value =
+        serde_json::from_str(FIXTURE).map_err(|e| format!("lecture6.json: {e}"))?;
+    std::fs::create_dir_all(&args.run.out)
+        .map_err(|e| format!("{}: {e}", args.run.out.display()))?;
+    let cfg = Config::lecture();
+    let config = json!({
+        "block_size": cfg.block_size, "n_embd": cfg.n_embd, "n_hidden": cfg.n_hidden, "batch_size": BATCH,
+        "steps": STEPS, "lr": "0.1, 0.01 from 150000", "seed": "torch.manual_seed(42): layers, then minibatches",
+        "batchnorm": "over (0, 1) for 3-D input, unbiased var, eps 1e-5, momentum 0.1", "ladder": args.ladder,
+    });
+    let mut run = Run::new(6, "wavenet", &args.run, SEED, config);
+    let seed = run.seed();
+    let gates = seed == SEED;
+    let quick = run.quick();
+    let steps = run
+        .steps_override()
+        .unwrap_or(if quick { 2000 } else { STEPS });
+    let full = steps == STEPS;
+    let splits = Splits::load(cfg.block_size).map_err(|e| e.to_string())?;
+    println!(
+        "examples: train {}, val {}, test {}",
+        splits.train.len(),
+        splits.val.len(),
+        splits.test.len()
+    );
+    let reference = &fixture["rows"][4];
+
+    let stage = run.stage("hierarchical model");
+    let Trained {
+        mut net,
+        mut g,
+        losses,
+        ms_per_step,
+    } = train(cfg, seed, &splits.train, steps, stage, "wavenet")?;
+    stage.target(Target::string(
+        "parameters",
+        "76579",
+        &net.params.count().to_string(),
+    ));
+    let exact = |name: &str, expected: f64, tol: f64, got: f64| {
+        let t = Target::exact(name, expected, tol, got);
+        if gates {
+            t
+        } else {
+            t.ungated()
+        }
+    };
+    stage.target(exact(
+        "step-0 loss (PyTorch)",
+        3.3167155,
+        1e-5,
+        losses[0] as f64,
+    ));
+    if steps >= 5 {
+        stage.target(exact(
+            "step-4 loss (PyTorch)",
+            reference["losses"][4].as_f64().unwrap_or(f64::NAN),
+            1e-4,
+            losses[4] as f64,
+        ));
+    }
+    stage.target(Target::info("ms per training step", ms_per_step));
+    let (train_loss, val_loss) = evaluate(&mut net, &splits);
+    println!("train {train_loss:.6}\nval   {val_loss:.6}");
+    stage.set_steps(steps);
+    stage.set_final("train", train_loss);
+    stage.set_final("val", val_loss);
+    let band = |name: &str, expected: f64, got: f64| {
+        let t = Target::band(name, expected, 0.03, got);
+        if full {
+            t
+        } else {
+            t.ungated()
+        }
+    };
+    stage.target(band("train loss (lecture)", cfg.lecture.0, train_loss));
+    stage.target(band("val loss (lecture)", cfg.lecture.1, val_loss));
+    if quick && steps == 2000 {
+        stage.target(Target::below(
+            "train loss after 2000 steps",
+            2.45,
+            train_loss,
+        ));
+    }
+
+    // The loss curve as the lecture plots it: means over blocks of 1000 steps.
+    let blocks: Vec<(f64, f64)> = losses
+        .chunks_exact(1000)
+        .enumerate()
+        .map(|(k, c)| {
+            (
+                k as f64,
+                c.iter().map(|&l| (l as f64).log10()).sum::<f64>() / 1000.0,
+            )
+        })
+        .collect();
+    if !blocks.is_empty() {
+        line_plot(
+            &run.out_dir().join("loss-blocks.png"),
+            "log10 loss, mean over blocks of 1000 steps",
+            "block of 1000 steps",
+            &[("train".to_string(), blocks)],
+            None,
+        )?;
+    }
+
+    // The shape walk-through, on the first four training contexts.
+    let (x4, _) = splits.train.range(0, 4);
+    let shapes = net.shapes(&x4);
+    let mut walk = Vec::new();
+    for (name, shape) in &shapes {
+        println!("{name:>18} : {shape:?}");
+        walk.push(format!("{name} {shape:?}"));
+    }
+    let expected_walk = "Embedding [4, 8, 24]; FlattenConsecutive [4, 4, 48]; Linear [4, 4, 128]; BatchNorm1d [4, 4, 128]; Tanh [4, 4, 128]; \
+FlattenConsecutive [4, 2, 256]; Linear [4, 2, 128]; BatchNorm1d [4, 2, 128]; Tanh [4, 2, 128]; \
+FlattenConsecutive [4, 256]; Linear [4, 128]; BatchNorm1d [4, 128]; Tanh [4, 128]; Linear [4, 27]";
+    let stage = run.stage("shapes, samples and the convolution view");
+    stage.target(Target::string(
+        "layer shapes for a batch of 4",
+        expected_walk,
+        &walk.join("; "),
+    ));
+
+    // Samples continue from the global generator, as the notebook's cell[15] does.
+    net.set_training(false);
+    let names: Vec<String> = (0..20)
+        .map(|_| sample_name(&mut g, cfg.block_size, |graph, ctx| net.forward(graph, ctx)))
+        .collect();
+    println!("samples: {}", names.join(" "));
+    stage.target(Target::info("samples (see stdout)", names.len() as f64));
+
+    // Why convolutions: Xtr[7:15] are the 8 contexts of "diondre"; one pass over the padded word gives all 8.
+    let (x8, _) = splits.train.range(7, 15);
+    let graph = Graph::no_grad();
+    let separate = net.forward(&graph, &x8).value(); // (8, 27)
+    let mut word = x8[..cfg.block_size].to_vec();
+    word.extend(splits.train.y[7..15].iter().take(7));
+    let conv = conv_logits(&net, &word); // (8, 27)
+    let maxdiff = separate
+        .sub(&conv)
+        .to_vec()
+        .iter()
+        .fold(0.0f32, |m, d| m.max(d.abs()));
+    println!("convolution view of \"diondre\": 8 positions in one pass, max |logits difference| {maxdiff:e}");
+    stage.target(Target::exact(
+        "convolution view vs 8 forward passes, max |diff|",
+        0.0,
+        1e-5,
+        maxdiff as f64,
+    ));
+
+    if args.ladder {
+        ladder(&mut run, &fixture, gates)?;
+    }
+    Ok(run.finish())
+}
+
+fn ladder(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), String> {
+    let steps = run
+        .steps_override()
+        .unwrap_or(if run.quick() { 2000 } else { STEPS });
+    let full = steps == STEPS;
+    let seed = run.seed();
+    let stage = run.stage("performance log (--ladder)");
+    let mut rows = Vec::new();
+    for (config, reference) in Config::LADDER
+        .iter()
+        .zip(fixture["rows"].as_array().ok_or("lecture6.json: rows")?)
+    {
+        let splits = Splits::load(config.block_size).map_err(|e| e.to_string())?;
+        let mut trained = train(*config, seed, &splits.train, steps, stage, config.name)?;
+        let params = trained.net.params.count();
+        stage.target(Target::string(
+            &format!("{}: parameters", config.name),
+            &reference["params"].to_string(),
+            &params.to_string(),
+        ));
+        let t = Target::exact(
+            &format!("{}: step-0 loss (PyTorch)", config.name),
+            reference["losses"][0].as_f64().unwrap_or(f64::NAN),
+            1e-5,
+            trained.losses[0] as f64,
+        );
+        stage.target(if gates { t } else { t.ungated() });
+        let (train_loss, val_loss) = evaluate(&mut trained.net, &splits);
+        for (split, got, expected) in [
+            ("train", train_loss, config.lecture.0),
+            ("val", val_loss, config.lecture.1),
+        ] {
+            let t = Target::band(
+                &format!("{}: {split} (lecture)", config.name),
+                expected,
+                0.03,
+                got,
+            );
+            stage.target(if full { t } else { t.ungated() });
+        }
+        stage.target(Target::info(
+            &format!("{}: ms per step", config.name),
+            trained.ms_per_step,
+        ));
+        rows.push((config, params, train_loss, val_loss));
+    }
+    println!("\n| run | params | ours train / val | lecture train / val |\n|---|---|---|---|");
+    for (c, params, t, v) in rows {
+        println!(
+            "| {} | {params} | {t:.3} / {v:.3} | {:.3} / {:.3} |",
+            c.name, c.lecture.0, c.lecture.1
+        );
+    }
+    stage.set_steps(steps * Config::LADDER.len());
+    Ok(())
+}
