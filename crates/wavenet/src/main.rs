@@ -21,6 +21,10 @@ const SEED: u64 = 42;
 const BATCH: usize = 32;
 const STEPS: usize = 200_000;
 const DECAY_AT: usize = 150_000;
+/// What cell[15] prints after the 200k-step run.
+const LECTURE_SAMPLES: &str =
+    "arlij. chetta. heago. rocklei. hendrix. jamylie. broxin. denish. anslibt. marianah. \
+astavia. annayve. aniah. jayce. nodiel. remita. niyelle. jaylene. aiyan. aubreana.";
 const FIXTURE: &str = include_str!("../tests/fixtures/lecture6.json");
 
 #[derive(Parser)]
@@ -258,7 +262,14 @@ FlattenConsecutive [4, 256]; Linear [4, 128]; BatchNorm1d [4, 128]; Tanh [4, 128
         .map(|_| sample_name(&mut g, cfg.block_size, |graph, ctx| net.forward(graph, ctx)))
         .collect();
     println!("samples: {}", names.join(" "));
-    stage.target(Target::info("samples (see stdout)", names.len() as f64));
+    // PyTorch's global generator after the same 200k steps draws these (cell[15]);
+    // a rounding drift anywhere in training would change them.
+    let t = Target::string(
+        "samples after the full run (lecture)",
+        LECTURE_SAMPLES,
+        &names.join(" "),
+    );
+    stage.target(if full && gates { t } else { t.ungated() });
 
     // Why convolutions: Xtr[7:15] are the 8 contexts of "diondre"; one pass over the padded word gives all 8.
     let (x8, _) = splits.train.range(7, 15);

@@ -1,0 +1,148 @@
+"""The training steps of benches/batchnorm_step.rs in PyTorch (the notebook's code), timed.
+
+Run: /work/pyenv/bin/python crates/batchnorm/benches/batchnorm_step_torch.py
+Prints the same lines as `cargo bench -p batchnorm --bench batchnorm_step`.
+"""
+import os
+import random
+import time
+
+import torch
+import torch.nn.functional as F
+
+WARMUP, STEPS = 200, 2000
+DATA = os.environ.get("ZTH_DATA", "/work/shared/datasets")
+
+words = open(os.path.join(DATA, "names.txt")).read().splitlines()
+stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
+stoi["."] = 0
+random.seed(42)
+random.shuffle(words)
+X, Y = [], []
+for w in words[: int(0.8 * len(words))]:
+    context = [0] * 3
+    for ch in w + ".":
+        X.append(context)
+        Y.append(stoi[ch])
+        context = context[1:] + [stoi[ch]]
+Xtr, Ytr = torch.tensor(X), torch.tensor(Y)
+
+
+def timed(label, step):
+    for _ in range(WARMUP):
+        step()
+    start = time.perf_counter()
+    for _ in range(STEPS):
+        step()
+    print(f"{label}: {(time.perf_counter() - start) * 1e3 / STEPS:.4f} ms/step")
+
+
+# Model A (part 3, cells 6-7)
+g = torch.Generator().manual_seed(2147483647)
+C = torch.randn((27, 10), generator=g)
+W1 = torch.randn((30, 200), generator=g) * (5 / 3) / (30**0.5)
+W2 = torch.randn((200, 27), generator=g) * 0.01
+b2 = torch.randn(27, generator=g) * 0
+bngain, bnbias = torch.ones((1, 200)), torch.zeros((1, 200))
+state = {"mean": torch.zeros((1, 200)), "std": torch.ones((1, 200))}
+params_a = [C, W1, W2, b2, bngain, bnbias]
+for p in params_a:
+    p.requires_grad = True
+
+
+def step_a():
+    ix = torch.randint(0, Xtr.shape[0], (32,), generator=g)
+    Xb, Yb = Xtr[ix], Ytr[ix]
+    emb = C[Xb]
+    hpreact = emb.view(emb.shape[0], -1) @ W1
+    bnmeani = hpreact.mean(0, keepdim=True)
+    bnstdi = hpreact.std(0, keepdim=True)
+    hpreact = bngain * (hpreact - bnmeani) / bnstdi + bnbias
+    with torch.no_grad():
+        state["mean"] = 0.999 * state["mean"] + 0.001 * bnmeani
+        state["std"] = 0.999 * state["std"] + 0.001 * bnstdi
+    logits = torch.tanh(hpreact) @ W2 + b2
+    loss = F.cross_entropy(logits, Yb)
+    for p in params_a:
+        p.grad = None
+    loss.backward()
+    for p in params_a:
+        p.data += -0.1 * p.grad
+
+
+timed("lecture 4 model A (torch)", step_a)
+
+
+# Model B (part 3, cells 13-14), without the retain_grad/ud diagnostics
+class Linear:
+    def __init__(self, fan_in, fan_out, bias=True):
+        self.weight = torch.randn((fan_in, fan_out), generator=g) / fan_in**0.5
+        self.bias = torch.zeros(fan_out) if bias else None
+
+    def __call__(self, x):
+        self.out = x @ self.weight
+        if self.bias is not None:
+            self.out += self.bias
+        return self.out
+
+    def parameters(self):
+        return [self.weight] + ([] if self.bias is None else [self.bias])
+
+
+class BatchNorm1d:
+    def __init__(self, dim, eps=1e-5, momentum=0.1):
+        self.eps, self.momentum, self.training = eps, momentum, True
+        self.gamma, self.beta = torch.ones(dim), torch.zeros(dim)
+        self.running_mean, self.running_var = torch.zeros(dim), torch.ones(dim)
+
+    def __call__(self, x):
+        xmean = x.mean(0, keepdim=True)
+        xvar = x.var(0, keepdim=True)
+        xhat = (x - xmean) / torch.sqrt(xvar + self.eps)
+        self.out = self.gamma * xhat + self.beta
+        with torch.no_grad():
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * xmean
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * xvar
+        return self.out
+
+    def parameters(self):
+        return [self.gamma, self.beta]
+
+
+class Tanh:
+    def __call__(self, x):
+        self.out = torch.tanh(x)
+        return self.out
+
+    def parameters(self):
+        return []
+
+
+g = torch.Generator().manual_seed(2147483647)
+C = torch.randn((27, 10), generator=g)
+layers = []
+for fan_in in [30, 100, 100, 100, 100]:
+    layers += [Linear(fan_in, 100, bias=False), BatchNorm1d(100), Tanh()]
+layers += [Linear(100, 27, bias=False), BatchNorm1d(27)]
+with torch.no_grad():
+    layers[-1].gamma *= 0.1
+params_b = [C] + [p for layer in layers for p in layer.parameters()]
+for p in params_b:
+    p.requires_grad = True
+
+
+def step_b():
+    ix = torch.randint(0, Xtr.shape[0], (32,), generator=g)
+    Xb, Yb = Xtr[ix], Ytr[ix]
+    x = C[Xb].view(32, -1)
+    for layer in layers:
+        x = layer(x)
+    loss = F.cross_entropy(x, Yb)
+    for p in params_b:
+        p.grad = None
+    loss.backward()
+    for p in params_b:
+        p.data += -0.1 * p.grad
+
+
+timed("lecture 4 model B (torch)", step_b)
