@@ -18,7 +18,18 @@ impl<'g> Var<'g> {
         );
         self.graph.op(a.matmul(&b), &[self, other], move |grad| {
             let grad_a = grad.matmul(&b.transpose(-1, -2)).sum_to_shape(a.shape());
-            let grad_b = a.transpose(-1, -2).matmul(grad).sum_to_shape(b.shape());
+            let grad_b = if b.ndim() == 2 && a.ndim() > 2 {
+                // A weight shared by every row of a (B, T, K) input: its gradient sums
+                // over all B·T rows, which is one (K, B·T) @ (B·T, N) product, not B
+                // small products and a sum over them (as PyTorch folds it, too).
+                let (k, n) = (b.shape()[0], b.shape()[1]);
+                let rows = a.len() / k;
+                a.reshape(&[rows, k])
+                    .transpose(0, 1)
+                    .matmul(&grad.reshape(&[rows, n]))
+            } else {
+                a.transpose(-1, -2).matmul(grad).sum_to_shape(b.shape())
+            };
             vec![grad_a, grad_b]
         })
     }
