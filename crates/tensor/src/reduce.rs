@@ -59,6 +59,40 @@ impl Tensor {
         values.chunks(lane).map(f).collect()
     }
 
+    /// When `axes` are the leading axes of a standard-layout tensor (a batch
+    /// norm's `(0,)` or `(0, 1)`), the rows to combine and the row length: each
+    /// output element then gathers one column, in the same order as its lane.
+    fn leading_rows(&self, axes: &[usize]) -> Option<(&[f32], usize)> {
+        let leading = !axes.is_empty() && axes.iter().enumerate().all(|(i, &a)| i == a);
+        let row: usize = self.shape()[axes.len()..].iter().product();
+        if !leading || row == 0 || self.is_empty() {
+            return None;
+        }
+        Some((self.data.as_slice()?, row))
+    }
+
+    /// Per column over the leading axes: the f64 mean, and the f64 sum of squared
+    /// deviations from it (the two passes of `variance`, column by column).
+    fn column_moments(values: &[f32], row: usize, squares: bool) -> (Vec<f64>, Vec<f64>) {
+        let n = (values.len() / row) as f64;
+        let mut mean = vec![0f64; row];
+        for chunk in values.chunks(row) {
+            for (m, &x) in mean.iter_mut().zip(chunk) {
+                *m += x as f64;
+            }
+        }
+        mean.iter_mut().for_each(|m| *m /= n);
+        let mut sq = vec![0f64; if squares { row } else { 0 }];
+        if squares {
+            for chunk in values.chunks(row) {
+                for ((q, &m), &x) in sq.iter_mut().zip(&mean).zip(chunk) {
+                    *q += (x as f64 - m).powi(2);
+                }
+            }
+        }
+        (mean, sq)
+    }
+
     /// Sums over `axes` (`x.sum(dim=axes, keepdim=keepdim)`).
     pub fn sum_axes(&self, axes: &[isize], keepdim: bool) -> Tensor {
         let axes = self.reduced_axes(axes);
@@ -100,6 +134,10 @@ impl Tensor {
     pub fn mean_axes(&self, axes: &[isize], keepdim: bool) -> Tensor {
         let axes = self.reduced_axes(axes);
         let shape = self.reduced_shape(&axes, keepdim);
+        if let Some((values, row)) = self.leading_rows(&axes) {
+            let (mean, _) = Tensor::column_moments(values, row, false);
+            return Tensor::from_vec(mean.into_iter().map(|m| m as f32).collect(), &shape);
+        }
         let values = self.reduce_lanes(&axes, |lane| {
             (lane.iter().map(|&x| x as f64).sum::<f64>() / lane.len() as f64) as f32
         });
@@ -195,8 +233,20 @@ impl Tensor {
     pub fn var_axes(&self, axes: &[isize], keepdim: bool, unbiased: bool) -> Tensor {
         let axes = self.reduced_axes(axes);
         let shape = self.reduced_shape(&axes, keepdim);
+        if let Some(var) = self.leading_variance(&axes, unbiased) {
+            return Tensor::from_vec(var.into_iter().map(|v| v as f32).collect(), &shape);
+        }
         let values = self.reduce_lanes(&axes, |lane| variance(lane, unbiased) as f32);
         Tensor::from_vec(values, &shape)
+    }
+
+    /// `variance` of every column over the leading axes, without transposing.
+    fn leading_variance(&self, axes: &[usize], unbiased: bool) -> Option<Vec<f64>> {
+        let (values, row) = self.leading_rows(axes)?;
+        let n = (values.len() / row) as f64;
+        let (_, squares) = Tensor::column_moments(values, row, true);
+        let dof = if unbiased { n - 1.0 } else { n };
+        Some(squares.into_iter().map(|q| q / dof).collect())
     }
 
     /// The variance over one axis.
@@ -208,6 +258,9 @@ impl Tensor {
     pub fn std_axes(&self, axes: &[isize], keepdim: bool, unbiased: bool) -> Tensor {
         let axes = self.reduced_axes(axes);
         let shape = self.reduced_shape(&axes, keepdim);
+        if let Some(var) = self.leading_variance(&axes, unbiased) {
+            return Tensor::from_vec(var.into_iter().map(|v| v.sqrt() as f32).collect(), &shape);
+        }
         let values = self.reduce_lanes(&axes, |lane| variance(lane, unbiased).sqrt() as f32);
         Tensor::from_vec(values, &shape)
     }
@@ -295,4 +348,36 @@ fn variance(lane: &[f32], unbiased: bool) -> f64 {
     let squares: f64 = lane.iter().map(|&x| (x as f64 - mean).powi(2)).sum();
     let dof = if unbiased { n - 1.0 } else { n };
     squares / dof
+}
+
+#[cfg(test)]
+mod leading_axes_tests {
+    use crate::Tensor;
+
+    /// The row-wise path for leading axes must give the lane path's values bit for bit:
+    /// a transposed copy of the same data goes through the lanes.
+    #[test]
+    fn leading_axes_match_the_lane_path_exactly() {
+        let values: Vec<f32> = (0..3 * 4 * 5)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.37)
+            .collect();
+        let x = Tensor::from_vec(values, &[3, 4, 5]);
+        // Same logical tensor, stored transposed: its axes (0, 1) are not leading in memory.
+        let xt = x.permute(&[2, 1, 0]).contiguous().permute(&[2, 1, 0]);
+        for axes in [&[0isize][..], &[0, 1]] {
+            let pairs = [
+                (x.mean_axes(axes, true), xt.mean_axes(axes, true)),
+                (x.var_axes(axes, true, true), xt.var_axes(axes, true, true)),
+                (
+                    x.var_axes(axes, false, false),
+                    xt.var_axes(axes, false, false),
+                ),
+                (x.std_axes(axes, true, true), xt.std_axes(axes, true, true)),
+            ];
+            for (fast, lanes) in pairs {
+                assert_eq!(fast.shape(), lanes.shape());
+                assert_eq!(fast.to_vec(), lanes.to_vec(), "axes {axes:?}");
+            }
+        }
+    }
 }
