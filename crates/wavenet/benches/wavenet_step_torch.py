@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 WARMUP, STEPS = 200, 2000
-DATA = os.environ.get("ZTH_DATA", "/work/shared/datasets")
+DATA = os.environ.get("ZTH_DATA", "datasets")
 
 words = open(os.path.join(DATA, "names.txt")).read().splitlines()
 stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
