@@ -1,0 +1,73 @@
+//! Sampling text from a trained model, one character at a time.
+
+use crate::config::Config;
+use crate::model::Model;
+use crate::nn::Fwd;
+use autograd::{Graph, Params};
+use tensor::rng::TorchGenerator;
+use tensor::Tensor;
+
+/// How to turn the last position's logits into a distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleOptions {
+    /// Divide the logits by this (1.0 in the lecture; nanoGPT's sample.py uses 0.8).
+    pub temperature: f32,
+    /// Keep only the `k` most likely characters (nanoGPT's sample.py: 200, i.e. all 65).
+    pub top_k: Option<usize>,
+}
+
+impl Default for SampleOptions {
+    /// The lecture's `generate`: plain softmax, no temperature, no top-k.
+    fn default() -> SampleOptions {
+        SampleOptions {
+            temperature: 1.0,
+            top_k: None,
+        }
+    }
+}
+
+// ANCHOR: generate
+/// `model.generate(context, max_new_tokens)`: crop the context to the last
+/// `block_size` ids, take the logits at the last position, softmax, draw one id
+/// with `torch.multinomial`, append, repeat. Returns the context plus the new ids.
+pub fn generate(
+    model: &Model,
+    cfg: &Config,
+    params: &Params,
+    rng: &mut TorchGenerator,
+    context: &[usize],
+    max_new_tokens: usize,
+    opts: SampleOptions,
+) -> Vec<usize> {
+    let mut idx = context.to_vec();
+    for _ in 0..max_new_tokens {
+        let start = idx.len().saturating_sub(model.block_size(cfg));
+        let cond = &idx[start..]; // (1, T)
+        let t = cond.len();
+        let graph = Graph::no_grad();
+        let f = Fwd::eval(&graph, params);
+        let logits = model.forward(&f, cond, 1, t).value(); // (1, T, V)
+        let v = logits.shape()[2];
+        let mut last = logits.reshape(&[t, v]).narrow(0, t - 1, 1).to_vec(); // (V,)
+        if opts.temperature != 1.0 {
+            for l in &mut last {
+                *l /= opts.temperature;
+            }
+        }
+        if let Some(k) = opts.top_k.filter(|&k| k < v) {
+            let mut sorted = last.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            let kth = sorted[k.max(1) - 1];
+            for l in &mut last {
+                if *l < kth {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+        }
+        let probs = Tensor::from_vec(last, &[1, v]).softmax(-1); // (1, V)
+        let next = rng.multinomial(&probs, 1, false)[0]; // (1, 1)
+        idx.push(next as usize);
+    }
+    idx
+}
+// ANCHOR_END: generate

@@ -1,0 +1,78 @@
+//! Each stage's parameter count, step-0 losses and first two training losses
+//! against PyTorch running the same stage (tests/fixtures/stages.py).
+
+use gpt::{Config, Shakespeare, Split, Stage, Trainer};
+use serde_json::Value;
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/stages.json")).unwrap()
+}
+
+fn check(stage: Stage, cfg: Config, key: &str) {
+    let fx = &fixture()[key];
+    let data = Shakespeare::load().unwrap();
+    let mut tr = Trainer::new(cfg);
+    assert_eq!(
+        tr.params.count() as u64,
+        fx["params"].as_u64().unwrap(),
+        "{key} params"
+    );
+    let mut prefetched = None;
+    if tr.cfg.nanogpt_loop {
+        prefetched = Some(tr.get_batch(&data, Split::Train));
+    }
+    let e = tr.estimate_loss(&data);
+    let close = |name: &str, got: f32| {
+        let want = fx[name].as_f64().unwrap() as f32;
+        assert!(
+            (got - want).abs() < 2e-5,
+            "{:?} {name}: got {got}, PyTorch {want}",
+            stage
+        );
+    };
+    close("step0_train", e.train);
+    close("step0_val", e.val);
+    for name in ["loss0", "loss1"] {
+        let (x, y) = match prefetched.take() {
+            Some(b) => b,
+            None => tr.get_batch(&data, Split::Train),
+        };
+        let loss = tr.step(&x, &y).unwrap();
+        if tr.cfg.nanogpt_loop {
+            prefetched = Some(tr.get_batch(&data, Split::Train));
+        }
+        close(name, loss);
+    }
+}
+
+#[test]
+fn every_stage_starts_where_pytorch_does() {
+    for stage in [
+        Stage::Bigram,
+        Stage::SelfAttention,
+        Stage::MultiHead,
+        Stage::FeedForward,
+        Stage::Blocks,
+        Stage::Layernorm,
+        Stage::Cpu,
+    ] {
+        check(stage, Config::for_stage(stage), stage.name());
+    }
+}
+
+#[test]
+fn head_size_scale_starts_where_todays_gpt_py_does() {
+    let cfg = Config {
+        head_size_scale: true,
+        ..Config::for_stage(Stage::Layernorm)
+    };
+    check(Stage::Layernorm, cfg, "layernorm-head-size-scale");
+}
+
+#[test]
+fn full_has_the_lectures_parameter_count() {
+    let mut params = autograd::Params::new();
+    let mut rng = tensor::rng::TorchGenerator::manual_seed(1337);
+    gpt::Model::build(&Config::for_stage(Stage::Full), &mut params, &mut rng);
+    assert_eq!(params.count(), 10_788_929);
+}
