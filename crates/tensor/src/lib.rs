@@ -23,7 +23,7 @@ pub mod rng;
 mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
-pub use elementwise::erf;
+pub use elementwise::{erf, erfc_fast, normal_cdf};
 pub use matmul::max_threads;
 
 use ndarray::{ArcArray, ArrayD, IxDyn};

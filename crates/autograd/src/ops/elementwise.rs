@@ -223,10 +223,9 @@ impl<'g> Var<'g> {
         self.graph.op(a.gelu(), &[self], move |grad| {
             // d/dx x·Φ(x) = Φ(x) + x·φ(x)
             let local = a.map(|x| {
-                let x = x as f64;
-                let cdf = 0.5 * (1.0 + tensor::erf(x / std::f64::consts::SQRT_2));
-                let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
-                (cdf + x * pdf) as f32
+                let pdf = (-0.5 * x * x).exp()
+                    * (0.5 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2);
+                tensor::normal_cdf(x) + x * pdf
             });
             vec![grad.mul(&local)]
         })
