@@ -63,20 +63,12 @@ impl<'g> Var<'g> {
         let ax = axis_index(axis, shape.len());
         self.graph
             .op(a.narrow(axis, start, len), &[self], move |grad| {
-                let mut pieces = Vec::new();
-                let mut before = shape.clone();
-                before[ax] = start;
-                let mut after = shape.clone();
-                after[ax] = shape[ax] - start - len;
-                let (zeros_before, zeros_after) = (Tensor::zeros(&before), Tensor::zeros(&after));
-                if start > 0 {
-                    pieces.push(&zeros_before);
-                }
-                pieces.push(grad);
-                if after[ax] > 0 {
-                    pieces.push(&zeros_after);
-                }
-                vec![Tensor::concat(&pieces, ax as isize)]
+                // Zeros everywhere but the slice, which gets the gradient.
+                let mut padded = ndarray::ArrayD::<f32>::zeros(ndarray::IxDyn(&shape));
+                padded
+                    .slice_axis_mut(ndarray::Axis(ax), ndarray::Slice::from(start..start + len))
+                    .assign(&grad.view());
+                vec![Tensor::from_array(padded)]
             })
     }
 
