@@ -1,1 +1,56 @@
-fn main() {}
+//! One `cpu`-stage training step (nanoGPT's CPU recipe: batch 12 × block 64,
+//! 4 layers, 4 heads, n_embd 128), timed side by side with PyTorch's.
+//!
+//! `cargo bench -p gpt --bench train_step` prints ms per step, GFLOP/s and the
+//! peak RSS; `train_step_torch.py` beside this file does the same step in
+//! PyTorch, and `cargo xtask bench` runs both and reports the ratio.
+//! Flags after `--`: `--stage full` for gpt.py's config, `--steps N`, `--warmup N`.
+
+use gpt::{Config, Shakespeare, Split, Stage, Trainer};
+use std::time::Instant;
+
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let stage = match flag("--stage").as_deref() {
+        Some("full") => Stage::Full,
+        _ => Stage::Cpu,
+    };
+    let steps: usize = flag("--steps").map_or(20, |s| s.parse().expect("--steps N"));
+    let warmup: usize = flag("--warmup").map_or(3, |s| s.parse().expect("--warmup N"));
+    let data = Shakespeare::load().expect("tinyshakespeare.txt (set ZTH_DATA)");
+    let mut trainer = Trainer::new(Config::for_stage(stage));
+    let n_params = trainer.params.count();
+    let flops = trainer.cfg.flops_per_iter(n_params);
+    let mut times = Vec::new();
+    for i in 0..warmup + steps {
+        let (x, y) = trainer.get_batch(&data, Split::Train);
+        let t0 = Instant::now();
+        trainer.step(&x, &y).expect("finite loss");
+        if i >= warmup {
+            times.push(t0.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    println!(
+        "rust {} step: median {median:.2} ms, mean {mean:.2} ms over {steps} steps, {:.1} GFLOP/s, peak RSS {:.0} MiB, threads {}",
+        stage.name(),
+        flops / (median / 1000.0) / 1e9,
+        peak_rss_mib().unwrap_or(f64::NAN),
+        std::env::var("ZTH_THREADS").unwrap_or_else(|_| "all cores".into())
+    );
+}

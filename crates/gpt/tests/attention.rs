@@ -1,0 +1,218 @@
+//! The mathematical trick, the scaling demo and the attention head against
+//! PyTorch running the lecture's notebook code (tests/fixtures/attention.py).
+
+use autograd::{Graph, Params};
+use gpt::nn::{CausalSelfAttention, Fwd, Head, Init, Linear};
+use gpt::trick::{attention_head, average_loop, average_matmul, average_softmax, scaling_demo};
+use serde_json::Value;
+use tensor::rng::TorchGenerator;
+use tensor::Tensor;
+
+fn fixture() -> Value {
+    serde_json::from_str(include_str!("fixtures/attention.json")).unwrap()
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+fn assert_close(name: &str, got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{name}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * w.abs().max(1.0),
+            "{name}[{i}]: got {g}, PyTorch {w}"
+        );
+    }
+}
+
+// The lecture's x = torch.randn(4, 8, 2) after manual_seed(1337).
+fn lecture_x() -> Tensor {
+    TorchGenerator::manual_seed(1337).randn(&[4, 8, 2])
+}
+
+#[test]
+fn the_lectures_x_is_torchs() {
+    assert_eq!(lecture_x().to_vec(), floats(&fixture()["trick"]["x"]));
+}
+
+#[test]
+fn version_1_the_loop_matches_torch() {
+    assert_close(
+        "xbow",
+        &average_loop(&lecture_x()).to_vec(),
+        &floats(&fixture()["trick"]["xbow"]),
+        1e-6,
+    );
+}
+
+#[test]
+fn versions_2_and_3_equal_the_loop() {
+    let x = lecture_x();
+    let xbow = average_loop(&x).to_vec();
+    assert_close("xbow2 (matmul)", &average_matmul(&x).to_vec(), &xbow, 1e-6);
+    assert_close(
+        "xbow3 (softmax)",
+        &average_softmax(&x).to_vec(),
+        &xbow,
+        1e-6,
+    );
+}
+
+#[test]
+fn version_4_is_the_average_when_all_affinities_are_equal() {
+    // Zero queries give q·k = 0 everywhere, so softmax spreads evenly over the
+    // past; an identity value projection then returns the plain average.
+    let x = lecture_x();
+    let zeros = Tensor::zeros(&[2, 2]);
+    let identity = Tensor::from_vec(vec![1.0, 0.0, 0.0, 1.0], &[2, 2]);
+    let out = attention_head(&x, &identity, &zeros, &identity, 1.0).out;
+    assert_close("xbow4", &out.to_vec(), &average_loop(&x).to_vec(), 1e-6);
+}
+
+#[test]
+fn version_4_the_head_matches_the_notebook() {
+    // torch.manual_seed(1337); x = randn(4, 8, 32); key, query, value = Linear(32, 16, bias=False)
+    let mut rng = TorchGenerator::manual_seed(1337);
+    let x = rng.randn(&[4, 8, 32]);
+    let bound = Linear::default_bound(32) as f32;
+    let wk = rng.uniform(-bound, bound, &[16, 32]);
+    let wq = rng.uniform(-bound, bound, &[16, 32]);
+    let wv = rng.uniform(-bound, bound, &[16, 32]);
+    let h = attention_head(&x, &wk, &wq, &wv, 1.0);
+    let fx = &fixture()["head_v4"];
+    let wei0 = h.wei.narrow(0, 0, 1).to_vec();
+    // The lecture prints wei[0]'s second row as [0.1574, 0.8426, 0, …].
+    assert!((wei0[8] - 0.1574).abs() < 1e-4 && (wei0[9] - 0.8426).abs() < 1e-4);
+    assert_close("wei[0]", &wei0, &floats(&fx["wei0"]), 1e-5);
+    assert_close("out", &h.out.to_vec(), &floats(&fx["out"]), 1e-5);
+}
+
+#[test]
+fn the_scaling_demo_matches_torch() {
+    let d = scaling_demo(1337);
+    let fx = &fixture()["scaling"];
+    for (name, got) in [
+        ("k_var", d.k_var),
+        ("q_var", d.q_var),
+        ("wei_var_unscaled", d.wei_var_unscaled),
+        ("wei_var_scaled", d.wei_var_scaled),
+    ] {
+        assert_close(name, &[got], &[fx[name].as_f64().unwrap() as f32], 1e-5);
+    }
+    // Unscaled, the variance grows like head_size (16); scaled, it is back near 1.
+    assert!(d.wei_var_unscaled > 10.0 && d.wei_var_scaled < 1.5);
+    assert_close("softmax", &d.softmax, &floats(&fx["softmax"]), 1e-6);
+    assert_close(
+        "softmax x8",
+        &d.softmax_x8,
+        &floats(&fx["softmax_x8"]),
+        1e-6,
+    );
+}
+
+#[test]
+fn the_head_matches_torch_in_values_and_gradients() {
+    let fx = &fixture()["head"];
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(1337);
+    let head = {
+        let mut init = Init::new(&mut params, &mut rng);
+        Head::new(&mut init, "head", 32, 8, (32f64).powf(-0.5) as f32, 0.0)
+    };
+    assert_eq!(
+        params.value(head.key.weight).to_vec(),
+        floats(&fx["key"]),
+        "key init"
+    );
+    let x = rng.randn(&[2, 8, 32]);
+    let g = rng.randn(&[2, 8, 8]);
+    let graph = Graph::new();
+    let f = Fwd::eval(&graph, &params);
+    let xv = graph.leaf(x);
+    let out = head.forward(&f, xv); // (2, 8, 8)
+    let loss = (out * graph.constant(g)).sum_all();
+    let grads = loss.backward();
+    assert_close("out", &out.value().to_vec(), &floats(&fx["out"]), 1e-5);
+    assert_close(
+        "dx",
+        &grads.of(xv).unwrap().to_vec(),
+        &floats(&fx["dx"]),
+        1e-5,
+    );
+    let param_grad = |id| {
+        grads
+            .params()
+            .iter()
+            .filter(|(p, _)| *p == id)
+            .fold(None, |acc: Option<Tensor>, (_, g)| {
+                Some(acc.map_or(g.clone(), |a| a.add(g)))
+            })
+            .unwrap()
+            .to_vec()
+    };
+    assert_close(
+        "dkey",
+        &param_grad(head.key.weight),
+        &floats(&fx["dkey"]),
+        1e-5,
+    );
+    assert_close(
+        "dquery",
+        &param_grad(head.query.weight),
+        &floats(&fx["dquery"]),
+        1e-5,
+    );
+    assert_close(
+        "dvalue",
+        &param_grad(head.value.weight),
+        &floats(&fx["dvalue"]),
+        1e-5,
+    );
+}
+
+#[test]
+fn ex1_batched_heads_equal_separate_heads() {
+    // CausalSelfAttention's c_attn stacks every head's query, key and value rows;
+    // with those weights, its heads (before c_proj) equal separate Heads concatenated.
+    let (c, nh) = (16, 4);
+    let hs = c / nh;
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(7);
+    let mut init = Init::new(&mut params, &mut rng);
+    let scale = (hs as f64).powf(-0.5) as f32;
+    let heads: Vec<Head> = (0..nh)
+        .map(|h| Head::new(&mut init, &format!("h{h}"), c, hs, scale, 0.0))
+        .collect();
+    let csa = CausalSelfAttention::new(&mut init, "csa", c, nh, false, 0.0);
+    let x = rng.randn(&[3, 5, c]);
+    let rows = |pick: fn(&Head) -> &Linear| {
+        let parts: Vec<Tensor> = heads
+            .iter()
+            .map(|h| params.value(pick(h).weight).clone())
+            .collect();
+        Tensor::concat(&parts.iter().collect::<Vec<_>>(), 0)
+    };
+    let stacked = Tensor::concat(
+        &[&rows(|h| &h.query), &rows(|h| &h.key), &rows(|h| &h.value)],
+        0,
+    ); // (3C, C)
+    params.get_mut(csa.c_attn.weight).value = stacked;
+    params.get_mut(csa.c_proj.weight).value = Tensor::from_vec(
+        (0..c * c)
+            .map(|i| if i / c == i % c { 1.0 } else { 0.0 })
+            .collect(),
+        &[c, c],
+    ); // identity projection
+    let graph = Graph::no_grad();
+    let f = Fwd::eval(&graph, &params);
+    let xv = graph.constant(x);
+    let separate: Vec<_> = heads.iter().map(|h| h.forward(&f, xv)).collect();
+    let separate = autograd::Var::concat(&separate, -1).value().to_vec();
+    let batched = csa.forward(&f, xv).value().to_vec();
+    assert_close("batched vs separate", &batched, &separate, 1e-5);
+}
