@@ -133,10 +133,13 @@ fn quick_plan(stage: Stage) -> Option<(usize, f64)> {
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let opts = args.sampling.options()?;
-    let stages = if args.stages.is_empty() {
-        vec![Stage::Bigram, Stage::Layernorm, Stage::Cpu]
-    } else {
+    let stages = if !args.stages.is_empty() {
         args.stages.clone()
+    } else if args.run.quick {
+        // `full` only builds its model: the parameter count and the projected time.
+        vec![Stage::Bigram, Stage::Layernorm, Stage::Cpu, Stage::Full]
+    } else {
+        vec![Stage::Bigram, Stage::Layernorm, Stage::Cpu]
     };
     let data = Shakespeare::load().map_err(|e| e.to_string())?;
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture is JSON");
@@ -174,13 +177,16 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         ));
         stage.end();
     }
-    let mut last = None;
+    let mut last: Option<Trainer> = None;
     for &stage in &stages {
         let trainer = run_stage(&mut run, &args, stage, &data, &fixture, opts)?;
-        last = Some(trainer);
+        if trainer.iter > 0 {
+            last = Some(trainer);
+        }
     }
     if let Some(trainer) = last {
-        // gpt.py's last line: 10,000 characters into more.txt.
+        // gpt.py's last line: 10,000 characters into more.txt (1,000 in a quick run).
+        let n = if run.quick() { 1_000 } else { 10_000 };
         let mut rng = trainer.rng.borrow().clone();
         let ids = generate(
             &trainer.model,
@@ -188,13 +194,13 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             &trainer.params,
             &mut rng,
             &[0],
-            10_000,
+            n,
             opts,
         );
         let path = run
             .write_file("more.txt", data.vocab.decode(&ids[1..]).as_bytes())
             .map_err(|e| format!("cannot write more.txt: {e}"))?;
-        println!("wrote 10,000 characters to {}", path.display());
+        println!("wrote {n} characters to {}", path.display());
     }
     Ok(run.finish())
 }
@@ -267,18 +273,29 @@ fn run_stage(
         ));
     }
     if stage == Stage::Full {
-        // gpt.py: 6·N·tokens per step for the weights, 1/3 of that per eval batch.
+        // gpt.py: 6·N·tokens per step for the weights, 1/3 of that per eval batch;
+        // counted for the iterations this run will do (all 5000 unless --steps).
+        let iters = if cfg.max_iters == 0 {
+            Config::for_stage(stage).max_iters
+        } else {
+            cfg.max_iters
+        };
         let step_flops = cfg.flops_per_iter(n_params);
-        let evals = cfg.max_iters.div_ceil(cfg.eval_interval) + 1;
-        let total = step_flops * cfg.max_iters as f64
-            + step_flops / 3.0 * (evals * 2 * cfg.eval_iters) as f64;
-        let gflops = 60.0; // what this crate sustains on the lecture's 2-core machine
+        let evals = (iters - 1) / cfg.eval_interval + 2; // every 500, and the last
+        let eval_flops = step_flops / 3.0 * (evals * 2 * cfg.eval_iters) as f64;
+        let total = step_flops * iters as f64 + eval_flops;
+        let gflops = 25.0; // about what the `cpu` stage sustains on the lecture's 2-core machine
         println!(
-            "projected: {:.2} TFLOP per step, {:.1} PFLOP in all; about {:.1} hours at {gflops} GFLOP/s",
+            "projected for {iters} iterations: {:.2} TFLOP per step, {:.1} PFLOP with the evaluations; \
+             about {:.0} hours at {gflops} GFLOP/s (the video: 15 minutes on an A100)",
             step_flops / 1e12,
             total / 1e15,
             total / (gflops * 1e9) / 3600.0
         );
+        s.target(Target::info(
+            "projected hours on this machine",
+            total / (gflops * 1e9) / 3600.0,
+        ));
         if cfg.max_iters == 0 {
             s.end();
             return Ok(trainer);

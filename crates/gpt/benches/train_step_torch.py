@@ -1,0 +1,95 @@
+"""PyTorch side of benches/train_step.rs: one training step of nanoGPT's CPU
+recipe for shakespeare_char (batch 12, block 64, 4 layers, 4 heads, n_embd 128,
+no bias, weight tying, GELU, flash attention, AdamW on two groups, clip 1.0).
+
+Prints the median ms per step over --steps steps after --warmup, GFLOP/s with
+the same FLOP count as the Rust bench, and the peak RSS.
+Run: /work/pyenv/bin/python train_step_torch.py PATH/tinyshakespeare.txt [--steps 20]
+"""
+import argparse, math, resource, time
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+ap = argparse.ArgumentParser()
+ap.add_argument("data")
+ap.add_argument("--steps", type=int, default=20)
+ap.add_argument("--warmup", type=int, default=3)
+args = ap.parse_args()
+
+B, T, L, H, C, V = 12, 64, 4, 4, 128, 65
+text = open(args.data, encoding="utf-8").read()
+chars = sorted(set(text))
+stoi = {c: i for i, c in enumerate(chars)}
+data = torch.tensor([stoi[c] for c in text[: int(0.9 * len(text))]], dtype=torch.long)
+
+
+class Attn(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c_attn = nn.Linear(C, 3 * C, bias=False)
+        s.c_proj = nn.Linear(C, C, bias=False)
+
+    def forward(s, x):
+        q, k, v = s.c_attn(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, H, C // H).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return s.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.ln_1 = nn.LayerNorm(C, bias=False)
+        s.attn = Attn()
+        s.ln_2 = nn.LayerNorm(C, bias=False)
+        s.mlp = nn.Sequential(nn.Linear(C, 4 * C, bias=False), nn.GELU(), nn.Linear(4 * C, C, bias=False))
+
+    def forward(s, x):
+        x = x + s.attn(s.ln_1(x))
+        return x + s.mlp(s.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.wte, s.wpe = nn.Embedding(V, C), nn.Embedding(T, C)
+        s.h = nn.ModuleList([Block() for _ in range(L)])
+        s.ln_f = nn.LayerNorm(C, bias=False)
+        s.lm_head = nn.Linear(C, V, bias=False)
+        s.wte.weight = s.lm_head.weight
+
+    def forward(s, idx, targets):
+        x = s.wte(idx) + s.wpe(torch.arange(T))
+        for b in s.h:
+            x = b(x)
+        logits = s.lm_head(s.ln_f(x))
+        return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+
+
+torch.manual_seed(1337)
+model = GPT()
+n_params = sum(p.numel() for p in model.parameters())
+decay = [p for p in model.parameters() if p.dim() >= 2]
+nodecay = [p for p in model.parameters() if p.dim() < 2]
+opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": nodecay, "weight_decay": 0.0}],
+                        lr=1e-3, betas=(0.9, 0.99))
+times = []
+for i in range(args.warmup + args.steps):
+    ix = torch.randint(len(data) - T, (B,))
+    x = torch.stack([data[j:j + T] for j in ix])
+    y = torch.stack([data[j + 1:j + T + 1] for j in ix])
+    t0 = time.perf_counter()
+    loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    if i >= args.warmup:
+        times.append((time.perf_counter() - t0) * 1000)
+times.sort()
+median = times[len(times) // 2]
+flops = (6 * n_params + 12 * L * C * T) * B * T
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"torch cpu step: median {median:.2f} ms, mean {sum(times)/len(times):.2f} ms over {args.steps} steps, "
+      f"{flops / (median / 1000) / 1e9:.1f} GFLOP/s, peak RSS {rss:.0f} MiB, threads {torch.get_num_threads()}")
