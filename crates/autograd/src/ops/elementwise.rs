@@ -220,12 +220,14 @@ impl<'g> Var<'g> {
     /// GELU, exact form `x·Φ(x)` (PyTorch's default, used by nanoGPT).
     pub fn gelu(self) -> Var<'g> {
         let a = self.value();
-        self.graph.op(a.gelu(), &[self], move |grad| {
+        // Φ(x) is kept for backward, which then needs only φ(x), one f32 exp.
+        let cdf = a.map(tensor::normal_cdf);
+        self.graph.op(a.mul(&cdf), &[self], move |grad| {
             // d/dx x·Φ(x) = Φ(x) + x·φ(x)
-            let local = a.map(|x| {
-                let pdf = (-0.5 * x * x).exp()
-                    * (0.5 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2);
-                tensor::normal_cdf(x) + x * pdf
+            let inv_sqrt_2pi =
+                0.5 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2;
+            let local = a.zip_map(&cdf, |x, cdf| {
+                cdf + x * ((-0.5 * x * x).exp() * inv_sqrt_2pi)
             });
             vec![grad.mul(&local)]
         })
