@@ -237,7 +237,7 @@ impl Config {
 
     /// Whether iteration `it` ends with an evaluation.
     pub fn evaluates_at(&self, it: usize) -> bool {
-        it % self.eval_interval == 0 || (self.eval_last && it + 1 == self.max_iters)
+        it.is_multiple_of(self.eval_interval) || (self.eval_last && it + 1 == self.max_iters)
     }
 
     /// Training FLOPs per iteration, nanoGPT's `estimate_mfu` count:

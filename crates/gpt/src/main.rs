@@ -360,7 +360,7 @@ fn run_stage(
         train_time += ts.elapsed().as_secs_f64();
         progress.set(it + 1, loss as f64);
         let done = it + 1 == cfg.max_iters;
-        if done || (it + 1) % cfg.eval_interval == 0 {
+        if done || (it + 1).is_multiple_of(cfg.eval_interval) {
             checkpoint::save(&ckpt_path, &trainer, &data.vocab)?;
         }
         if cfg.nanogpt_loop {

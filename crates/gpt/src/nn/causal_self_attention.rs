@@ -29,7 +29,7 @@ impl CausalSelfAttention {
         dropout: f32,
     ) -> CausalSelfAttention {
         assert!(
-            n_embd % n_head == 0,
+            n_embd.is_multiple_of(n_head),
             "n_embd {n_embd} is not a multiple of n_head {n_head}"
         );
         CausalSelfAttention {
