@@ -221,7 +221,7 @@ impl<'g> Var<'g> {
     pub fn gelu(self) -> Var<'g> {
         let a = self.value();
         // Φ(x) is kept for backward, which then needs only φ(x), one f32 exp.
-        let cdf = a.map(tensor::normal_cdf);
+        let cdf = a.normal_cdf();
         self.graph.op(a.mul(&cdf), &[self], move |grad| {
             // d/dx x·Φ(x) = Φ(x) + x·φ(x)
             let inv_sqrt_2pi =
