@@ -4,15 +4,17 @@ no bias, weight tying, GELU, flash attention, AdamW on two groups, clip 1.0).
 
 Prints the median ms per step over --steps steps after --warmup, GFLOP/s with
 the same FLOP count as the Rust bench, and the peak RSS.
-Run: /work/pyenv/bin/python train_step_torch.py PATH/tinyshakespeare.txt [--steps 20]
+Run: python crates/gpt/benches/train_step_torch.py [PATH/tinyshakespeare.txt] [--steps 20]
+(the default path is $ZTH_DATA/tinyshakespeare.txt, else datasets/tinyshakespeare.txt).
 """
-import argparse, math, resource, time
+import argparse, os, resource, time
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
 ap = argparse.ArgumentParser()
-ap.add_argument("data")
+ap.add_argument("data", nargs="?",
+                default=os.path.join(os.environ.get("ZTH_DATA", "datasets"), "tinyshakespeare.txt"))
 ap.add_argument("--steps", type=int, default=20)
 ap.add_argument("--warmup", type=int, default=3)
 args = ap.parse_args()

@@ -57,10 +57,7 @@ impl<'g> Fwd<'g> {
     /// scale the rest by `1/(1-p)`; in eval, the identity.
     pub fn dropout(&self, x: Var<'g>, p: f32) -> Var<'g> {
         match self.dropout_rng {
-            Some(rng) if p > 0.0 => {
-                let mask = rng.borrow_mut().bernoulli_keep_mask(p, &x.shape()); // like x
-                x.dropout_with_mask(&mask, p)
-            }
+            Some(rng) if p > 0.0 => x.dropout(p, &mut rng.borrow_mut()), // like x
             _ => x,
         }
     }
