@@ -70,6 +70,15 @@ fn head_size_scale_starts_where_todays_gpt_py_does() {
 }
 
 #[test]
+fn dropout_draws_its_masks_in_pytorchs_order() {
+    let cfg = Config {
+        dropout: 0.2,
+        ..Config::for_stage(Stage::Layernorm)
+    };
+    check(Stage::Layernorm, cfg, "layernorm-dropout");
+}
+
+#[test]
 fn full_has_the_lectures_parameter_count() {
     let mut params = autograd::Params::new();
     let mut rng = tensor::rng::TorchGenerator::manual_seed(1337);
