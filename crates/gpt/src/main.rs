@@ -284,7 +284,9 @@ fn run_stage(
         let evals = (iters - 1) / cfg.eval_interval + 2; // every 500, and the last
         let eval_flops = step_flops / 3.0 * (evals * 2 * cfg.eval_iters) as f64;
         let total = step_flops * iters as f64 + eval_flops;
-        let gflops = 25.0; // about what the `cpu` stage sustains on the lecture's 2-core machine
+        // What a `full` step sustains on the lecture's 2-core machine (benches/train_step.rs
+        // --stage full: 24 s per step, 48 GFLOP/s, on a loaded machine).
+        let gflops = 45.0;
         println!(
             "projected for {iters} iterations: {:.2} TFLOP per step, {:.1} PFLOP with the evaluations; \
              about {:.0} hours at {gflops} GFLOP/s (the video: 15 minutes on an A100)",
