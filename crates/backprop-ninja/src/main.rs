@@ -1,0 +1,230 @@
+//! `backprop-ninja lecture --out DIR [--quick] [--seed S] [--steps K]`: lecture 5's
+//! four exercises, checked against autograd and the lecture's numbers.
+
+use autograd::cmp;
+use backprop_ninja::backward::manual_backward;
+use backprop_ninja::fused::{batchnorm_backward, cross_entropy_backward};
+use backprop_ninja::train::{calibrate, sample, split_loss, train_step};
+use backprop_ninja::{forward_with_autograd, Weights};
+use clap::{Args, Parser, Subcommand};
+use makemore_mlp::{lecture_lr, minibatch, Splits};
+use report::{Progress, Run, RunArgs, Target};
+use serde_json::json;
+use std::process::ExitCode;
+use tensor::rng::TorchGenerator;
+
+const INIT_SEED: u64 = 2147483647;
+const STEPS: usize = 200_000;
+const QUICK_STEPS: usize = 5_000;
+const BATCH: usize = 32;
+
+// Reference values. Lecture: makemore_part4_backprop.ipynb as quoted in
+// shared/notes/lectures.md §5; PyTorch: tests/fixtures/ninja_torch.py (same draws,
+// global generator seeded 42 for bngain and bnbias).
+const LOSS_64: f64 = 3.344412; // PyTorch, the exercise batch, seed 42
+const STEP0_LOSS_200: f64 = 3.7954173; // PyTorch, exercise 4's first batch, seed 42
+const QUICK_VAL: f64 = 2.3212254; // PyTorch, val after 5,000 manual steps, seed 42
+const QUICK_VAL_BOUND: f64 = 2.40;
+const TRAIN: f64 = 2.0705; // lecture, cell[25]
+const VAL: f64 = 2.1099; // lecture, cell[25]
+const BAND: f64 = 0.03;
+// The lecture's fused results: maxdiff 5.1e-9 (cross-entropy), 9.3e-10 (batch norm).
+const FUSED_MAXDIFF: f64 = 1e-8;
+
+#[derive(Parser)]
+#[command(about = "Lecture 5: becoming a backprop ninja")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the four exercises and check their numbers.
+    Lecture(LectureArgs),
+}
+
+#[derive(Args)]
+struct LectureArgs {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+fn main() -> ExitCode {
+    let Command::Lecture(args) = Cli::parse().command;
+    match lecture(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
+    let quick = args.run.quick;
+    let steps = args
+        .run
+        .steps
+        .unwrap_or(if quick { QUICK_STEPS } else { STEPS });
+    let mut run = Run::new(
+        5,
+        "backprop-ninja",
+        &args.run,
+        42,
+        json!({
+            "block_size": 3, "n_embd": 10, "n_hidden_exercises": 64, "n_hidden_training": 200,
+            "batch_size": BATCH, "steps": steps, "lr": "0.1, 0.01 from step 100000",
+            "bn": "unbiased variance, eps 1e-5, calibrated on the training set",
+        }),
+    );
+    std::fs::create_dir_all(run.out_dir())
+        .map_err(|e| format!("cannot create {}: {e}", run.out_dir().display()))?;
+    let seed = run.seed();
+    let lecture_seed = seed == 42;
+    let splits = Splits::load(3).map_err(|e| e.to_string())?;
+
+    // Exercises 1-3 share one batch of the hidden-64 net.
+    let mut g = TorchGenerator::manual_seed(INIT_SEED);
+    let w = Weights::init(64, &mut g, &mut TorchGenerator::manual_seed(seed));
+    let ix = minibatch(&mut g, splits.train.len(), BATCH);
+    let (xb, yb) = splits.train.rows(&ix);
+    let (atoms, reference) = forward_with_autograd(&w, &xb, &yb);
+
+    let stage = run.stage("exercise 1");
+    stage.target(Target::string("parameters", "4137", &w.count().to_string()));
+    println!("loss {:.4}", atoms.loss);
+    let t = Target::exact("batch loss", LOSS_64, 1e-5, atoms.loss as f64);
+    stage.target(if lecture_seed { t } else { t.ungated() });
+    let manual = manual_backward(&atoms, &w, &xb, &yb);
+    let mut exact = 0;
+    for ((name, ours), (_, theirs)) in manual.named().into_iter().zip(reference.named()) {
+        let r = cmp(name, ours, theirs);
+        exact += usize::from(r.exact);
+        stage.target(Target::string(
+            &format!("{name} approximate"),
+            "true",
+            &r.approximate.to_string(),
+        ));
+    }
+    stage.target(Target::info("atoms bit-exact (of 26)", exact as f64));
+
+    let stage = run.stage("exercise 2");
+    let fast = atoms.logits.cross_entropy(&yb).item();
+    println!("{fast} diff: {}", fast - atoms.loss);
+    stage.target(Target::info(
+        "F.cross_entropy minus chunkated loss",
+        (fast - atoms.loss) as f64,
+    ));
+    let r = cmp(
+        "logits",
+        &cross_entropy_backward(&atoms.logits, &yb),
+        &reference.logits,
+    );
+    stage.target(Target::string(
+        "dlogits approximate",
+        "true",
+        &r.approximate.to_string(),
+    ));
+    stage.target(Target::below(
+        "dlogits maxdiff",
+        FUSED_MAXDIFF,
+        r.maxdiff as f64,
+    ));
+
+    let stage = run.stage("exercise 3");
+    let fast = w
+        .bngain
+        .mul(&atoms.hprebn.sub(&atoms.hprebn.mean(0, true)))
+        .div(&atoms.hprebn.var(0, true, true).add_scalar(1e-5).sqrt())
+        .add(&w.bnbias);
+    let forward_diff = fast.sub(&atoms.hpreact).abs().max_all().item();
+    println!("max diff: {forward_diff:e}");
+    stage.target(Target::info("fused forward max diff", forward_diff as f64));
+    let d_hprebn = batchnorm_backward(
+        &w.bngain,
+        &atoms.bnvar_inv,
+        &atoms.bnraw,
+        &reference.hpreact,
+    );
+    let r = cmp("hprebn", &d_hprebn, &reference.hprebn);
+    stage.target(Target::string(
+        "dhprebn approximate",
+        "true",
+        &r.approximate.to_string(),
+    ));
+    stage.target(Target::below(
+        "dhprebn maxdiff",
+        FUSED_MAXDIFF,
+        r.maxdiff as f64,
+    ));
+
+    let stage = run.stage("exercise 4");
+    let mut g = TorchGenerator::manual_seed(INIT_SEED);
+    let mut w = Weights::init(200, &mut g, &mut TorchGenerator::manual_seed(seed));
+    stage.target(Target::string(
+        "parameters",
+        "12297",
+        &w.count().to_string(),
+    ));
+    let progress = Progress::new(steps, "manual backward");
+    for i in 0..steps {
+        let ix = minibatch(&mut g, splits.train.len(), BATCH);
+        let (xb, yb) = splits.train.rows(&ix);
+        let lr = lecture_lr(i);
+        let loss = train_step(&mut w, &xb, &yb, lr);
+        if !loss.is_finite() {
+            return Err(format!("loss became {loss} at step {i}"));
+        }
+        if i == 0 && lecture_seed {
+            stage.target(Target::exact(
+                "step-0 loss",
+                STEP0_LOSS_200,
+                1e-4,
+                loss as f64,
+            ));
+        }
+        if i % 100 == 0 || i + 1 == steps {
+            stage.log(i, loss as f64, None, Some(lr as f64));
+        }
+        progress.set(i, loss as f64);
+    }
+    progress.finish();
+    stage.set_steps(steps);
+    let stats = calibrate(&w, &splits.train);
+    let train = split_loss(&w, &stats, &splits.train) as f64;
+    let val = split_loss(&w, &stats, &splits.dev) as f64;
+    println!("train {train}\nval {val}");
+    stage.set_final("train", train);
+    stage.set_final("val", val);
+    if quick && steps == QUICK_STEPS {
+        stage.target(Target::below(
+            "val loss after 5000 steps",
+            QUICK_VAL_BOUND,
+            val,
+        ));
+        let t = Target::band("val loss after 5000 steps vs PyTorch", QUICK_VAL, BAND, val);
+        stage.target(if lecture_seed { t } else { t.ungated() });
+    } else if !quick {
+        let full = args.run.steps.is_none();
+        for t in [
+            Target::band("train loss", TRAIN, BAND, train),
+            Target::band("val loss", VAL, BAND, val),
+        ] {
+            stage.target(if full { t } else { t.ungated() });
+        }
+    }
+    let names = sample(
+        &w,
+        &stats,
+        &mut TorchGenerator::manual_seed(INIT_SEED + 10),
+        20,
+    );
+    for name in &names {
+        println!("{name}");
+    }
+    stage.end();
+    run.write_file("samples.txt", (names.join("\n") + "\n").as_bytes())
+        .map_err(|e| format!("samples.txt: {e}"))?;
+    Ok(run.finish())
+}
