@@ -1,0 +1,71 @@
+"""PyTorch side of the lecture-3 step benchmark (benches/step.rs is the Rust side).
+
+Run: /work/pyenv/bin/python crates/makemore-mlp/benches/step_torch.py [--steps N]
+Times the notebook's training step (minibatch of 32 via torch.randint, forward,
+F.cross_entropy, backward, SGD update) on the real training split, single-threaded
+like the Rust side, and prints `ms/step` as the best of three timed runs.
+"""
+import argparse
+import os
+import random
+import time
+
+import torch
+import torch.nn.functional as F
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=5000)
+parser.add_argument("--threads", type=int, default=1)
+args = parser.parse_args()
+torch.set_num_threads(args.threads)
+
+here = os.path.dirname(os.path.abspath(__file__))
+data = os.environ.get("ZTH_DATA", os.path.join(here, "..", "..", "..", "datasets"))
+words = open(os.path.join(data, "names.txt")).read().splitlines()
+stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
+stoi["."] = 0
+random.seed(42)
+random.shuffle(words)
+X, Y = [], []
+for w in words[: int(0.8 * len(words))]:
+    context = [0] * 3
+    for ch in w + ".":
+        X.append(context)
+        Y.append(stoi[ch])
+        context = context[1:] + [stoi[ch]]
+Xtr, Ytr = torch.tensor(X), torch.tensor(Y)
+
+g = torch.Generator().manual_seed(2147483647)
+C = torch.randn((27, 10), generator=g)
+W1 = torch.randn((30, 200), generator=g)
+b1 = torch.randn(200, generator=g)
+W2 = torch.randn((200, 27), generator=g)
+b2 = torch.randn(27, generator=g)
+parameters = [C, W1, b1, W2, b2]
+for p in parameters:
+    p.requires_grad = True
+torch.manual_seed(42)
+
+
+def step(lr=0.1):
+    ix = torch.randint(0, Xtr.shape[0], (32,))
+    emb = C[Xtr[ix]]
+    h = torch.tanh(emb.view(-1, 30) @ W1 + b1)
+    logits = h @ W2 + b2
+    loss = F.cross_entropy(logits, Ytr[ix])
+    for p in parameters:
+        p.grad = None
+    loss.backward()
+    for p in parameters:
+        p.data += -lr * p.grad
+
+
+for _ in range(500):
+    step()
+best = float("inf")
+for _ in range(3):
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    best = min(best, (time.perf_counter() - t0) / args.steps)
+print(f"pytorch lecture-3 step: {best * 1e3:.4f} ms/step (torch {torch.__version__}, {args.threads} thread(s))")
