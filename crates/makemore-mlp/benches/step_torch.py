@@ -3,7 +3,8 @@
 Run: /work/pyenv/bin/python crates/makemore-mlp/benches/step_torch.py [--steps N]
 Times the notebook's training step (minibatch of 32 via torch.randint, forward,
 F.cross_entropy, backward, SGD update) on the real training split, single-threaded
-like the Rust side, and prints `ms/step` as the best of three timed runs.
+like the Rust side: --warmup untimed steps (default 20,000, as step.rs), then
+prints `ms/step` as the best of three timed runs of --steps.
 """
 import argparse
 import os
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=5000)
+parser.add_argument("--warmup", type=int, default=20000)
 parser.add_argument("--threads", type=int, default=1)
 args = parser.parse_args()
 torch.set_num_threads(args.threads)
@@ -60,7 +62,7 @@ def step(lr=0.1):
         p.data += -lr * p.grad
 
 
-for _ in range(500):
+for _ in range(args.warmup):
     step()
 best = float("inf")
 for _ in range(3):

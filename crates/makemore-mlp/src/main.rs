@@ -168,6 +168,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let stage = run.stage("mlp");
     let mut global = TorchGenerator::manual_seed(seed);
     let progress = Progress::new(steps, "mlp");
+    let started = std::time::Instant::now();
     for i in 0..steps {
         let ix = minibatch(&mut global, splits.train.len(), BATCH);
         let (xb, yb) = splits.train.rows(&ix);
@@ -190,6 +191,9 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         progress.set(i, loss as f64);
     }
     progress.finish();
+    // The stage's own ms_per_step also counts the full-split evaluation below.
+    let loop_ms = started.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
+    stage.target(Target::info("ms per training step (loop only)", loop_ms));
     stage.set_steps(steps);
     let train = model.loss(&splits.train) as f64;
     let dev = model.loss(&splits.dev) as f64;
