@@ -322,6 +322,16 @@ fn show(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => "-".to_string(),
+        // A list (all_within): its ends and its length, so the table stays readable.
+        Value::Array(xs) if xs.len() > 3 => {
+            format!(
+                "[{}, {}, …, {}] ({})",
+                xs[0],
+                xs[1],
+                xs[xs.len() - 1],
+                xs.len()
+            )
+        }
         other => other.to_string(),
     }
 }

@@ -88,6 +88,26 @@ impl Target {
         }
     }
 
+    /// Every `|measured[i] - expected[i]| <= tolerance`, for a list of values
+    /// fixed by seeds (the losses a notebook prints every 10,000 steps). Lists
+    /// of different lengths fail: a missing value is never a pass.
+    pub fn all_within(name: &str, expected: &[f64], tolerance: f64, measured: &[f64]) -> Target {
+        let pass = expected.len() == measured.len()
+            && expected
+                .iter()
+                .zip(measured)
+                .all(|(e, m)| (m - e).abs() <= tolerance);
+        let list = |xs: &[f64]| Value::Array(xs.iter().map(|&x| number(x)).collect());
+        Target {
+            name: name.to_string(),
+            kind: Kind::Exact,
+            expected: list(expected),
+            tolerance: Some(tolerance),
+            measured: list(measured),
+            pass,
+        }
+    }
+
     /// A reported number with no expectation.
     pub fn info(name: &str, measured: f64) -> Target {
         Target {
@@ -122,6 +142,16 @@ mod tests {
         assert!(Target::band("val", 2.1701, 0.03, 2.19).pass);
         assert!(!Target::band("val", 2.1701, 0.03, 2.21).pass);
         assert!(!Target::band("val", 2.1701, 0.03, f64::NAN).pass);
+    }
+
+    #[test]
+    fn all_within_checks_every_value_and_the_lengths() {
+        let printed = [3.3239, 2.0322, 2.5675];
+        assert!(Target::all_within("10k", &printed, 5e-5, &[3.32394, 2.03215, 2.5675]).pass);
+        assert!(!Target::all_within("10k", &printed, 5e-5, &[3.3239, 2.0324, 2.5675]).pass);
+        assert!(!Target::all_within("10k", &printed, 5e-5, &printed[..2]).pass);
+        assert!(!Target::all_within("10k", &printed, 5e-5, &[3.3239, 2.0322, 2.5675, 1.0]).pass);
+        assert!(!Target::all_within("10k", &printed, 5e-5, &[3.3239, f64::NAN, 2.5675]).pass);
     }
 
     #[test]
