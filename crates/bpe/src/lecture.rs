@@ -354,11 +354,6 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
             "vocab 10,000 on tinyshakespeare, seconds",
             secs,
         ));
-        stage.target(Target::below(
-            "vocab 10,000 on tinyshakespeare trains in seconds",
-            60.0,
-            secs,
-        ));
     }
     Ok(run.finish())
 }

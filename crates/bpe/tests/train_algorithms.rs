@@ -23,6 +23,7 @@ fn same(text: &[u8], pattern: &str, vocab_size: usize) {
     let (plain, incr) = both(text, pattern, vocab_size);
     let (plain, incr) = (plain.unwrap(), incr.unwrap());
     assert_eq!(plain.len(), vocab_size - 256);
+    assert_eq!(incr.len(), plain.len(), "merges with pattern {pattern:?}");
     for (i, (p, q)) in plain.iter().zip(&incr).enumerate() {
         assert_eq!(p, q, "merge {i} with pattern {pattern:?}");
     }

@@ -173,13 +173,6 @@ fn lecture(
             });
         }
     }
-    if args.quick {
-        stage.target(Target::below(
-            "loss after 19 updates",
-            2.6,
-            losses.get(19).copied().unwrap_or(f32::NAN) as f64,
-        ));
-    }
     let samples = sample_names(&mut TorchGenerator::manual_seed(seed), 5, |ix| {
         model.next_probs(ix)
     });

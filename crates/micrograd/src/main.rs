@@ -264,7 +264,9 @@ fn moons_stage(run: &mut Run) {
         karpathy,
     ));
     let pip = fixture(include_str!("../tests/fixtures/pip_micrograd_demo.json"));
-    let max_diff = max_abs_diff(&losses, &floats(&pip["loss"]));
+    // `--steps K` compares the first K of pip micrograd's 100 steps.
+    let pip_losses = floats(&pip["loss"]);
+    let max_diff = max_abs_diff(&losses, &pip_losses[..steps.min(pip_losses.len())]);
     stage.target(gate(
         Target::below("max |loss - pip micrograd| per step", 1e-9, max_diff),
         seed == SEED,
@@ -298,9 +300,13 @@ fn signs(ys: &[f64]) -> String {
         .collect()
 }
 
-/// The largest difference over the steps both runs have; NaN if there are none or
-/// if any difference is NaN, so that a diverged run cannot pass.
+/// The largest difference over the steps both runs have; NaN if there are none,
+/// if the runs differ in length, or if any difference is NaN, so that a short or
+/// diverged run cannot pass.
 fn max_abs_diff(ours: &[f64], theirs: &[f64]) -> f64 {
+    if ours.len() != theirs.len() {
+        return f64::NAN;
+    }
     let mut max = f64::NAN;
     for (a, b) in ours.iter().zip(theirs) {
         let diff = (a - b).abs();
