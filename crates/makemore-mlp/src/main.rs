@@ -18,20 +18,29 @@ const STEPS: usize = 200_000;
 const QUICK_STEPS: usize = 5_000;
 const BATCH: usize = 32;
 
-// Reference values. Lecture: makemore_part2_mlp.ipynb as quoted in
-// shared/notes/lectures.md §3; PyTorch: tests/fixtures/mlp_torch.py (same draws,
-// global generator seeded 42 for the minibatches).
+// Reference values. Lecture: karpathy/nn-zero-to-hero,
+// lectures/makemore/makemore_part2_mlp.ipynb; PyTorch: tests/fixtures/mlp_torch.py
+// (same draws, global generator seeded 42 for the minibatches, which the
+// notebook left unseeded).
 const INIT_LOSS: f64 = 26.004692; // PyTorch, full training split
 const FIXED_INIT_LOSS: f64 = 3.3078656; // PyTorch, W2·0.01, b2·0
 const STEP0_LOSS: f64 = 28.234291; // PyTorch, first minibatch with seed 42
 const QUICK_DEV: f64 = 2.6920488; // PyTorch, dev loss after 5,000 steps with seed 42
-const QUICK_DEV_BOUND: f64 = 2.75;
 const TRAIN: f64 = 2.1260; // lecture, cell[29]
 const DEV: f64 = 2.1701; // lecture, cell[30]
                          // Lecture 4's loss log, row "fix softmax confidently wrong" (W2·0.01, b2·0).
 const FIXED_TRAIN: f64 = 2.07;
 const FIXED_DEV: f64 = 2.13;
 const BAND: f64 = 0.03;
+/// PyTorch's 200k-step run with the same draws (`mlp_torch.py --full`).
+const TORCH_FULL: &str = include_str!("../tests/fixtures/mlp_torch_full.json");
+/// Ours and PyTorch's runs make the same draws, but their rounding differs from
+/// the first steps on (tanh, and the order of matmul sums), so they drift apart.
+/// Measured at seed 42, the same on 1 and 2 threads: after 5,000 steps dev 2.69083
+/// against 2.69205; after 200,000 train 2.11999 against 2.12004 and dev 2.16260
+/// against 2.16382. Each tolerance is the largest gap, 0.0012, rounded up.
+const QUICK_TOL: f64 = 0.002;
+const FULL_TOL: f64 = 0.002;
 
 #[derive(Parser)]
 #[command(about = "Lecture 3: makemore part 2, the character MLP")]
@@ -125,10 +134,9 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         1e-4,
         init_loss,
     ));
-    stage.target(Target::exact(
+    // What a net that knows nothing would score, for comparison with the init loss.
+    stage.target(Target::info(
         "uniform loss -ln(1/27)",
-        3.2958,
-        1e-4,
         uniform_loss() as f64,
     ));
 
@@ -201,12 +209,12 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     stage.set_final("train", train);
     stage.set_final("val", dev);
     if quick && steps == QUICK_STEPS && !args.fixed_init {
-        stage.target(Target::below(
-            "dev loss after 5000 steps",
-            QUICK_DEV_BOUND,
+        let t = Target::band(
+            "dev loss after 5000 steps (PyTorch, same draws)",
+            QUICK_DEV,
+            QUICK_TOL,
             dev,
-        ));
-        let t = Target::band("dev loss after 5000 steps vs PyTorch", QUICK_DEV, BAND, dev);
+        );
         stage.target(if lecture_seed { t } else { t.ungated() });
     } else if !quick {
         let (t, d) = if args.fixed_init {
@@ -220,6 +228,23 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             Target::band("dev loss", d, BAND, dev),
         ] {
             stage.target(if full { target } else { target.ungated() });
+        }
+        if !args.fixed_init {
+            let torch: serde_json::Value =
+                serde_json::from_str(TORCH_FULL).expect("fixture is JSON");
+            for (split, got) in [("train", train), ("dev", dev)] {
+                let target = Target::band(
+                    &format!("{split} loss (PyTorch, same draws)"),
+                    torch[split].as_f64().unwrap_or(f64::NAN),
+                    FULL_TOL,
+                    got,
+                );
+                stage.target(if full && lecture_seed {
+                    target
+                } else {
+                    target.ungated()
+                });
+            }
         }
     }
 
