@@ -18,16 +18,23 @@ const STEPS: usize = 200_000;
 const QUICK_STEPS: usize = 5_000;
 const BATCH: usize = 32;
 
-// Reference values. Lecture: makemore_part4_backprop.ipynb as quoted in
-// shared/notes/lectures.md §5; PyTorch: tests/fixtures/ninja_torch.py (same draws,
-// global generator seeded 42 for bngain and bnbias).
+// Reference values. Lecture: karpathy/nn-zero-to-hero,
+// lectures/makemore/makemore_part4_backprop.ipynb; PyTorch: tests/fixtures/ninja_torch.py
+// (same draws, global generator seeded 42 for bngain and bnbias, where the notebook
+// left it unseeded).
 const LOSS_64: f64 = 3.344412; // PyTorch, the exercise batch, seed 42
 const STEP0_LOSS_200: f64 = 3.7954173; // PyTorch, exercise 4's first batch, seed 42
-const QUICK_VAL: f64 = 2.3212254; // PyTorch, val after 5,000 manual steps, seed 42
-const QUICK_VAL_BOUND: f64 = 2.40;
 const TRAIN: f64 = 2.0705; // lecture, cell[25]
 const VAL: f64 = 2.1099; // lecture, cell[25]
 const BAND: f64 = 0.03;
+/// PyTorch's quick run (`ninja_torch.py`) and full run (`ninja_torch.py --full`).
+const TORCH: &str = include_str!("../tests/fixtures/ninja_torch.json");
+const TORCH_FULL: &str = include_str!("../tests/fixtures/ninja_torch_full.json");
+/// The quick run makes PyTorch's draws and tracks its losses to about 1e-6.
+const QUICK_TOL: f64 = 1e-4;
+/// Over 200k steps float rounding moves the two runs apart; this is the measured
+/// gap at the lecture's seed, rounded up (the same on 1 and 2 threads).
+const FULL_TOL: f64 = 1e-4;
 // The lecture's fused results: maxdiff 5.1e-9 (cross-entropy), 9.3e-10 (batch norm).
 const FUSED_MAXDIFF: f64 = 1e-8;
 
@@ -97,8 +104,17 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let t = Target::exact("batch loss", LOSS_64, 1e-5, atoms.loss as f64);
     stage.target(if lecture_seed { t } else { t.ungated() });
     let manual = manual_backward(&atoms, &w, &xb, &yb);
+    let (manual_named, reference_named) = (manual.named(), reference.named());
+    let names = |atoms: &[(&str, &tensor::Tensor)]| {
+        atoms.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(" ")
+    };
+    stage.target(Target::string(
+        "the 26 gradients, in the notebook's order",
+        &names(&reference_named),
+        &names(&manual_named),
+    ));
     let mut exact = 0;
-    for ((name, ours), (_, theirs)) in manual.named().into_iter().zip(reference.named()) {
+    for ((name, ours), (_, theirs)) in manual_named.iter().zip(&reference_named) {
         let r = cmp(name, ours, theirs);
         exact += usize::from(r.exact);
         stage.target(Target::string(
@@ -107,7 +123,12 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             &r.approximate.to_string(),
         ));
     }
-    stage.target(Target::info("atoms bit-exact (of 26)", exact as f64));
+    // The lecture's cmp() prints "exact: True" for every one of them.
+    stage.target(Target::string(
+        "gradients bit-exact against autograd (of 26)",
+        "26",
+        &exact.to_string(),
+    ));
 
     let stage = run.stage("exercise 2");
     let fast = atoms.logits.cross_entropy(&yb).item();
@@ -201,23 +222,6 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     println!("train {train}\nval {val}");
     stage.set_final("train", train);
     stage.set_final("val", val);
-    if quick && steps == QUICK_STEPS {
-        stage.target(Target::below(
-            "val loss after 5000 steps",
-            QUICK_VAL_BOUND,
-            val,
-        ));
-        let t = Target::band("val loss after 5000 steps vs PyTorch", QUICK_VAL, BAND, val);
-        stage.target(if lecture_seed { t } else { t.ungated() });
-    } else if !quick {
-        let full = args.run.steps.is_none();
-        for t in [
-            Target::band("train loss", TRAIN, BAND, train),
-            Target::band("val loss", VAL, BAND, val),
-        ] {
-            stage.target(if full { t } else { t.ungated() });
-        }
-    }
     let names = sample(
         &w,
         &stats,
@@ -226,6 +230,55 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     );
     for name in &names {
         println!("{name}");
+    }
+    let torch: serde_json::Value = serde_json::from_str(TORCH).expect("fixture is JSON");
+    let torch_full: serde_json::Value = serde_json::from_str(TORCH_FULL).expect("fixture is JSON");
+    let number = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+    let words = |v: &serde_json::Value| {
+        let list = v.as_array().map(Vec::as_slice).unwrap_or_default();
+        list.iter()
+            .filter_map(|w| w.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let gate = |gates: bool, t: Target| if gates { t } else { t.ungated() };
+    if quick && steps == QUICK_STEPS {
+        for (split, got) in [("train", train), ("val", val)] {
+            stage.target(gate(
+                lecture_seed,
+                Target::exact(
+                    &format!("{split} loss after 5000 steps (PyTorch, same draws)"),
+                    number(&torch[format!("quick_{split}")]),
+                    QUICK_TOL,
+                    got,
+                ),
+            ));
+        }
+        stage.target(gate(
+            lecture_seed,
+            Target::string(
+                "samples after 5000 steps (PyTorch)",
+                &words(&torch["quick_samples"]),
+                &names.join(" "),
+            ),
+        ));
+    } else if !quick {
+        let full = args.run.steps.is_none();
+        for (split, lecture, got) in [("train", TRAIN, train), ("val", VAL, val)] {
+            stage.target(gate(
+                full,
+                Target::band(&format!("{split} loss"), lecture, BAND, got),
+            ));
+            stage.target(gate(
+                full && lecture_seed,
+                Target::exact(
+                    &format!("{split} loss (PyTorch, same draws)"),
+                    number(&torch_full[split]),
+                    FULL_TOL,
+                    got,
+                ),
+            ));
+        }
     }
     stage.end();
     run.write_file("samples.txt", (names.join("\n") + "\n").as_bytes())
