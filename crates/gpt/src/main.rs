@@ -91,6 +91,37 @@ struct SampleArgs {
 
 /// PyTorch's numbers for each stage (tests/fixtures/stages.py).
 const FIXTURE: &str = include_str!("../tests/fixtures/stages.json");
+/// PyTorch training the gated stages with the same draws (`stages.py --train`):
+/// every evaluation of the full runs and of the quick runs.
+const TRAIN_FIXTURE: &str = include_str!("../tests/fixtures/stages_train.json");
+
+/// How far our val loss may be from PyTorch's for the same seeded run. Both make
+/// the same draws (the first steps agree to 2e-5) and stay close, but not bit for
+/// bit. Measured at seed 1337, the same on 1 and 2 threads:
+///
+/// | stage | ours | PyTorch |
+/// |---|---|---|
+/// | bigram, 3000 iterations | 2.4910617 | 2.4910619 |
+/// | layernorm, 500 (`--quick`) | 2.4025180 | 2.4021735 |
+/// | layernorm, 5000 | 2.0603912 | 2.0604873 |
+/// | cpu, 100 (`--quick`) | 2.6275799 | 2.6275797 |
+/// | cpu, 2000 | 1.8857312 | 1.8857315 |
+///
+/// Each tolerance is the stage's largest gap rounded up. They are far tighter than
+/// the step the lecture's last change makes: `blocks`, layernorm without LayerNorm,
+/// ends at 2.0799 in PyTorch.
+fn torch_tolerance(stage: Stage) -> f64 {
+    match stage {
+        Stage::Layernorm => 5e-4,
+        _ => 1e-4,
+    }
+}
+
+/// PyTorch's val loss at the last evaluation of `stage`'s run, full or quick.
+fn torch_val(train_fixture: &Value, stage: Stage, quick: bool) -> Option<f64> {
+    let mode = if quick { "quick" } else { "full" };
+    train_fixture[mode][stage.name()].as_array()?.last()?["val"].as_f64()
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -121,13 +152,13 @@ fn sample(args: SampleArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `--quick` runs of a stage: iterations, and the bound the val loss must beat.
-fn quick_plan(stage: Stage) -> Option<(usize, f64)> {
+/// How many iterations `--quick` runs of a stage (`None`: the whole stage).
+fn quick_iters(stage: Stage) -> Option<usize> {
     match stage {
         Stage::Bigram => None, // the whole stage takes seconds
-        Stage::Layernorm => Some((500, 2.55)),
-        Stage::Cpu => Some((100, 2.75)),
-        _ => Some((0, 0.0)),
+        Stage::Layernorm => Some(500),
+        Stage::Cpu => Some(100),
+        _ => Some(0),
     }
 }
 
@@ -143,6 +174,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     };
     let data = Shakespeare::load().map_err(|e| e.to_string())?;
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture is JSON");
+    let train_fixture: Value = serde_json::from_str(TRAIN_FIXTURE).expect("fixture is JSON");
     let config = json!({
         "stages": stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
         "head_size_scale": args.head_size_scale,
@@ -179,7 +211,14 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     }
     let mut last: Option<Trainer> = None;
     for &stage in &stages {
-        let trainer = run_stage(&mut run, &args, stage, &data, &fixture, opts)?;
+        let trainer = run_stage(
+            &mut run,
+            &args,
+            stage,
+            &data,
+            (&fixture, &train_fixture),
+            opts,
+        )?;
         if trainer.iter > 0 {
             last = Some(trainer);
         }
@@ -210,7 +249,7 @@ fn run_stage(
     args: &LectureArgs,
     stage: Stage,
     data: &Shakespeare,
-    fixture: &Value,
+    (fixture, train_fixture): (&Value, &Value),
     opts: SampleOptions,
 ) -> Result<Trainer, String> {
     let mut cfg = Config::for_stage(stage);
@@ -218,8 +257,13 @@ fn run_stage(
     if let Some(seed) = args.run.seed {
         cfg.seed = seed;
     }
-    let quick = if run.quick() { quick_plan(stage) } else { None };
-    let mut steps = run.steps_override().or(quick.map(|q| q.0));
+    // `--steps` wins over the quick plan: the quick targets then do not apply.
+    let quick = run.quick() && run.steps_override().is_none() && quick_iters(stage).is_some();
+    let mut steps = run.steps_override().or(if run.quick() {
+        quick_iters(stage)
+    } else {
+        None
+    });
     if stage == Stage::Full && steps.is_none() && run.quick() {
         steps = Some(0);
     }
@@ -379,6 +423,17 @@ fn run_stage(
     let steps_run = trainer.iter - start_iter;
     let wall = t0.elapsed().as_secs_f64();
     s.set_steps(steps_run);
+    // A run resumed from a finished checkpoint trains nothing and so reaches no
+    // scheduled evaluation: evaluate the final model once, so its targets are real.
+    let scheduled_eval = last_eval.is_some();
+    if last_eval.is_none() && cfg.max_iters > 0 {
+        let e = trainer.estimate_loss(data);
+        println!(
+            "after resuming at iteration {}: train loss {:.4}, val loss {:.4}",
+            trainer.iter, e.train, e.val
+        );
+        last_eval = Some(e);
+    }
     if let Some(e) = last_eval {
         s.set_final("train", e.train as f64);
         s.set_final("val", e.val as f64);
@@ -394,12 +449,22 @@ fn run_stage(
         } else {
             band.ungated()
         });
-        if let Some((n, bound)) = quick.filter(|q| q.0 > 0) {
-            s.target(Target::below(
-                &format!("val loss after {n} iterations"),
-                bound,
-                e.val as f64,
-            ));
+        // PyTorch's number is for the evaluation the schedule makes, with the
+        // lecture's seed: anything else reports it without gating.
+        if full_run || quick {
+            if let Some(want) = torch_val(train_fixture, stage, quick) {
+                let t = Target::band(
+                    &format!(
+                        "val loss after {} iterations (PyTorch, same draws)",
+                        cfg.max_iters
+                    ),
+                    want,
+                    torch_tolerance(stage),
+                    e.val as f64,
+                );
+                let gates = stage.gated() && scheduled_eval && cfg.seed == 1337;
+                s.target(if gates { t } else { t.ungated() });
+            }
         }
     }
     if steps_run > 0 {
