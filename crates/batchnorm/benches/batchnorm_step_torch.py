@@ -1,6 +1,7 @@
 """The training steps of benches/batchnorm_step.rs in PyTorch (the notebook's code), timed.
 
-Run: /work/pyenv/bin/python crates/batchnorm/benches/batchnorm_step_torch.py
+Run: python crates/batchnorm/benches/batchnorm_step_torch.py
+(any Python with torch installed, e.g. a venv outside the repo: pip install torch)
 Prints the same lines as `cargo bench -p batchnorm --bench batchnorm_step`.
 """
 import os

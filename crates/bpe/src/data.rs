@@ -1,5 +1,5 @@
 //! The data files, found and checksummed by the workspace's `data` crate: `$ZTH_DATA` (a folder
-//! laid out like `shared/datasets`), else the workspace's `datasets/` (`cargo xtask data`).
+//! laid out like the workspace's `datasets/` folder), else `datasets/` itself (`cargo xtask data`).
 
 use std::path::PathBuf;
 

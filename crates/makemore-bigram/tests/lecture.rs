@@ -31,7 +31,8 @@ fn counting_model_likelihood_and_samples() {
     let pairs = pairs();
     assert_eq!(pairs.len() as u64, torch()["bigrams"].as_u64().unwrap());
     let counts = BigramCounts::from_pairs(&pairs);
-    // f64 NLL: lectures.md §2.4 [D], exact arithmetic of the same formula.
+    // f64 NLL: computed from the notebook's code (makemore_part1_bigrams.ipynb cell[23] and
+    // cell[26]) on a fresh kernel, in f64: exact arithmetic of the same formula.
     assert!(
         (average_nll(&counts.probabilities_f64(1.0), &pairs) - 2.4545768201157023).abs() < 1e-12
     );

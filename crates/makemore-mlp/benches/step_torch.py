@@ -1,6 +1,7 @@
 """PyTorch side of the lecture-3 step benchmark (benches/step.rs is the Rust side).
 
-Run: /work/pyenv/bin/python crates/makemore-mlp/benches/step_torch.py [--steps N]
+Run: python crates/makemore-mlp/benches/step_torch.py [--steps N]
+(any Python with torch installed, e.g. a venv outside the repo: pip install torch)
 Times the notebook's training step (minibatch of 32 via torch.randint, forward,
 F.cross_entropy, backward, SGD update) on the real training split, single-threaded
 like the Rust side: --warmup untimed steps (default 20,000, as step.rs), then

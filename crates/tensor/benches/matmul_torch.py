@@ -1,6 +1,7 @@
 """PyTorch's CPU matmul speed at the shapes of benches/matmul.rs, for comparison.
 
-Run: /work/pyenv/bin/python crates/tensor/benches/matmul_torch.py
+Run: python crates/tensor/benches/matmul_torch.py
+(any Python with torch installed, e.g. a venv outside the repo: pip install torch)
 Prints GFLOP/s (2·M·K·N per product) at 1 and 2 threads, best of several
 timed rounds, so the Rust figures can be read as a fraction of PyTorch's.
 """

@@ -1,6 +1,7 @@
 """The training step of benches/wavenet_step.rs in PyTorch (the notebook's code), timed.
 
-Run: /work/pyenv/bin/python crates/wavenet/benches/wavenet_step_torch.py
+Run: python crates/wavenet/benches/wavenet_step_torch.py
+(any Python with torch installed, e.g. a venv outside the repo: pip install torch)
 Prints the same line as `cargo bench -p wavenet --bench wavenet_step`.
 """
 import os
