@@ -17,8 +17,10 @@
 //! in creation order, then every minibatch. Targets: step-0 minibatch loss
 //! **3.3167155** (PyTorch, same draws; exact); after 200,000 SGD steps (lr 0.1,
 //! 0.01 from 150,000) train ≈ **1.7690**, val ≈ **1.9937** (the lecture's cell[13];
-//! band ±0.03), evaluated in eval mode with the running statistics. `--ladder`
-//! reruns the lecture's performance log.
+//! band ±0.03) and PyTorch's run with the same draws ± 1e-4
+//! (`tests/fixtures/make_fixtures.py --full`), evaluated in eval mode with the
+//! running statistics; the 20 losses cell[10] prints every 10,000 steps; the 20
+//! samples of cell[15]. `--ladder` reruns the lecture's performance log.
 //!
 //! [`conv_logits`] is the lecture's closing "why convolutions?": the same
 //! weights run over every position of a word at once, as a dilated causal

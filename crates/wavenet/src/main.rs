@@ -26,6 +26,55 @@ const LECTURE_SAMPLES: &str =
     "arlij. chetta. heago. rocklei. hendrix. jamylie. broxin. denish. anslibt. marianah. \
 astavia. annayve. aniah. jayce. nodiel. remita. niyelle. jaylene. aiyan. aubreana.";
 const FIXTURE: &str = include_str!("../tests/fixtures/lecture6.json");
+/// PyTorch's 200k-step runs of every row of the performance log (`make_fixtures.py --full`).
+const FULL_FIXTURE: &str = include_str!("../tests/fixtures/lecture6_full.json");
+/// The minibatch losses cell[10] prints every 10,000 steps (`{loss.item():.4f}`).
+const NOTEBOOK_PRINTS: [f64; 20] = [
+    3.3167, 2.0576, 2.0723, 2.5134, 2.1476, 1.7836, 2.2592, 1.9331, 1.6875, 2.0395, 1.7736, 1.9570,
+    1.7465, 1.8126, 1.7406, 1.7466, 1.8806, 1.6266, 1.6476, 1.8555,
+];
+/// How far our losses may be from PyTorch's for the same seeded run: the two
+/// make the same draws and stay within about 1e-5 of each other for 200k steps.
+const TORCH_TOL: f64 = 1e-4;
+/// The exception is the performance log's row with the batch-norm bug. Its
+/// statistics run over the 32 examples of each position, and where a whole batch
+/// starts with the same context (the leading `.`s) the batch variance is nearly
+/// zero, so `1/sqrt(var + eps)` magnifies the last bit of every sum. The two runs
+/// part within the first 1,000 steps (mean loss 2.50200 against 2.50177) and end
+/// at train 1.93961 / val 2.02611 against PyTorch's 1.94070 / 2.02945, measured at
+/// seed 42, the same on 1 and 2 threads. The gap, 0.0034, rounded up; the fixed
+/// row ends 0.009 lower.
+const BUG_ROW_TORCH_TOL: f64 = 0.005;
+/// The notebook prints 4 decimals. Two of its twenty values sit on a rounding
+/// boundary: PyTorch 2.15 running the same code here prints 1.9569 and 1.8805
+/// where the notebook shows 1.9570 and 1.8806. So: within one unit of the last digit.
+const NOTEBOOK_TOL: f64 = 1e-4;
+
+/// The row of a fixture's `rows` with this name (the performance log's rows).
+fn fixture_row<'a>(fixture: &'a Value, file: &str, name: &str) -> Result<&'a Value, String> {
+    fixture["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == name))
+        .ok_or_else(|| format!("{file} has no row named {name:?}"))
+}
+
+/// The losses at steps 0, 10,000, 20,000, …: what the notebook's loop prints.
+fn every_10k(losses: &[f32]) -> Vec<f64> {
+    losses.iter().step_by(10_000).map(|&l| l as f64).collect()
+}
+
+/// PyTorch's prints for the steps this run reached.
+fn torch_prints(row: &Value, n: usize) -> Vec<f64> {
+    row["printed"]
+        .as_array()
+        .map(|xs| {
+            xs.iter()
+                .take(n)
+                .map(|x| x.as_f64().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 #[derive(Parser)]
 #[command(version, about = "Lecture 6: building a WaveNet")]
@@ -157,7 +206,9 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         splits.val.len(),
         splits.test.len()
     );
-    let reference = &fixture["rows"][4];
+    let reference = fixture_row(&fixture, "lecture6.json", cfg.name)?;
+    let full_fixture: Value = serde_json::from_str(FULL_FIXTURE).expect("fixture is JSON");
+    let torch = fixture_row(&full_fixture, "lecture6_full.json", cfg.name)?;
 
     let stage = run.stage("hierarchical model");
     let Trained {
@@ -179,6 +230,14 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             t.ungated()
         }
     };
+    let exact_list = |name: &str, expected: &[f64], tol: f64, got: &[f64]| {
+        let t = Target::all_within(name, expected, tol, got);
+        if gates {
+            t
+        } else {
+            t.ungated()
+        }
+    };
     stage.target(exact(
         "step-0 loss (PyTorch)",
         3.3167155,
@@ -193,6 +252,19 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             losses[4] as f64,
         ));
     }
+    let printed = every_10k(&losses);
+    stage.target(exact_list(
+        "losses printed every 10,000 steps (cell[10], 4 decimals)",
+        &NOTEBOOK_PRINTS[..printed.len().min(NOTEBOOK_PRINTS.len())],
+        NOTEBOOK_TOL,
+        &printed,
+    ));
+    stage.target(exact_list(
+        "losses every 10,000 steps (PyTorch, same draws)",
+        &torch_prints(torch, printed.len()),
+        TORCH_TOL,
+        &printed,
+    ));
     stage.target(Target::info("ms per training step", ms_per_step));
     let (train_loss, val_loss) = evaluate(&mut net, &splits);
     println!("train {train_loss:.6}\nval   {val_loss:.6}");
@@ -209,6 +281,15 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     };
     stage.target(band("train loss (lecture)", cfg.lecture.0, train_loss));
     stage.target(band("val loss (lecture)", cfg.lecture.1, val_loss));
+    for (split, got) in [("train", train_loss), ("val", val_loss)] {
+        let t = Target::exact(
+            &format!("{split} loss (PyTorch, same draws)"),
+            torch[split].as_f64().unwrap_or(f64::NAN),
+            TORCH_TOL,
+            got,
+        );
+        stage.target(if full && gates { t } else { t.ungated() });
+    }
     if quick && steps == 2000 {
         stage.target(Target::below(
             "train loss after 2000 steps",
@@ -303,12 +384,12 @@ fn ladder(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), String> {
         .unwrap_or(if run.quick() { 2000 } else { STEPS });
     let full = steps == STEPS;
     let seed = run.seed();
+    let full_fixture: Value = serde_json::from_str(FULL_FIXTURE).expect("fixture is JSON");
     let stage = run.stage("performance log (--ladder)");
     let mut rows = Vec::new();
-    for (config, reference) in Config::LADDER
-        .iter()
-        .zip(fixture["rows"].as_array().ok_or("lecture6.json: rows")?)
-    {
+    for config in Config::LADDER.iter() {
+        let reference = fixture_row(fixture, "lecture6.json", config.name)?;
+        let torch = fixture_row(&full_fixture, "lecture6_full.json", config.name)?;
         let splits = Splits::load(config.block_size).map_err(|e| e.to_string())?;
         let mut trained = train(*config, seed, &splits.train, steps, stage, config.name)?;
         let params = trained.net.params.count();
@@ -324,6 +405,21 @@ fn ladder(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), String> {
             trained.losses[0] as f64,
         );
         stage.target(if gates { t } else { t.ungated() });
+        // See BUG_ROW_TORCH_TOL: that row's losses part from PyTorch's after step 0
+        // (checked above), so only its final losses are compared, more loosely.
+        let tol = if config.batchnorm_bug {
+            BUG_ROW_TORCH_TOL
+        } else {
+            let printed = every_10k(&trained.losses);
+            let t = Target::all_within(
+                &format!("{}: losses every 10,000 steps (PyTorch)", config.name),
+                &torch_prints(torch, printed.len()),
+                TORCH_TOL,
+                &printed,
+            );
+            stage.target(if gates { t } else { t.ungated() });
+            TORCH_TOL
+        };
         let (train_loss, val_loss) = evaluate(&mut trained.net, &splits);
         for (split, got, expected) in [
             ("train", train_loss, config.lecture.0),
@@ -336,6 +432,13 @@ fn ladder(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), String> {
                 got,
             );
             stage.target(if full { t } else { t.ungated() });
+            let t = Target::exact(
+                &format!("{}: {split} (PyTorch, same draws)", config.name),
+                torch[split].as_f64().unwrap_or(f64::NAN),
+                tol,
+                got,
+            );
+            stage.target(if full && gates { t } else { t.ungated() });
         }
         stage.target(Target::info(
             &format!("{}: ms per step", config.name),
