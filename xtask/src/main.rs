@@ -6,6 +6,7 @@
 //! cargo xtask data [NAME] [--check]    download / verify the datasets
 //! cargo xtask test                     fetch the data, then run every test in release
 //! cargo xtask bench [--crate C]        criterion benches, plus PyTorch references if found
+//! cargo xtask pages [--check]          refresh (or check) the code quoted in lectures/*.md
 //! ```
 //!
 //! The alias in `.cargo/config.toml` builds this crate in debug, which is fine
@@ -15,6 +16,7 @@ mod bench;
 mod data;
 mod lecture;
 mod list;
+mod pages;
 mod test;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +50,8 @@ enum Task {
     Test(test::Args),
     /// Run the benchmarks, and the PyTorch reference scripts when torch is found.
     Bench(bench::Args),
+    /// Refresh the code excerpts in lectures/*.md from the sources' anchors (or --check them).
+    Pages(pages::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Task::Data(args) => data::run(args),
         Task::Test(args) => test::run(args),
         Task::Bench(args) => bench::run(args),
+        Task::Pages(args) => pages::run(args),
     };
     match result {
         Ok(code) => code,
