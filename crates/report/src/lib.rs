@@ -9,6 +9,8 @@
 //! - [`Run::finish`]: writes `report.json` (schema version 1), `loss.csv`,
 //!   `loss.png` and `loss.svg`, prints the targets table, and turns a failed
 //!   target into a non-zero exit code;
+//! - [`Stage::observe`]: what every training loop does after a step (the NaN
+//!   check naming the step, progress, the `loss.csv` row, the loop's ms/step);
 //! - [`Progress`]: a bar on a terminal, plain `step i/n: loss x` lines in CI logs;
 //! - [`write_atomic`]: temp file + rename, so a crash never leaves half a file.
 //!
@@ -32,5 +34,5 @@ mod target;
 
 pub use atomic::write_atomic;
 pub use progress::Progress;
-pub use run::{LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION};
+pub use run::{LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION};
 pub use target::{Kind, Target};

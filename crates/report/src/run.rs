@@ -1,6 +1,7 @@
 //! A lecture run: its stages, their losses and targets, and the files it writes.
 
 use crate::plot;
+use crate::progress::Progress;
 use crate::target::Target;
 use crate::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -86,6 +87,27 @@ pub struct RunReport {
     pub stages: Vec<StageReport>,
 }
 
+/// Which training losses a loop writes to `loss.csv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogEvery {
+    /// The loss of step 0, every n-th step, and the last step.
+    Step(usize),
+    /// The mean loss of each block of n steps, at the block's last step: the
+    /// lectures' smoothed curves (`torch.tensor(lossi).view(-1, n).mean(1)`).
+    Mean(usize),
+}
+
+/// The bookkeeping of a training loop in progress (see [`Stage::observe`]).
+struct Training {
+    label: String,
+    steps: usize,
+    log: LogEvery,
+    progress: Progress,
+    started: Instant,
+    block_sum: f64,
+    block_len: usize,
+}
+
 /// A stage being run: its clock, loss rows and targets.
 pub struct Stage {
     name: String,
@@ -95,9 +117,78 @@ pub struct Stage {
     final_losses: BTreeMap<String, f64>,
     targets: Vec<Target>,
     rows: Vec<LossRow>,
+    training: Option<Training>,
 }
 
 impl Stage {
+    /// Starts a training loop of `steps` steps, called `label` in the progress
+    /// report and in errors: its progress report and its clock.
+    pub fn start_training(&mut self, label: &str, steps: usize, log: LogEvery) {
+        self.training = Some(Training {
+            label: label.to_string(),
+            steps,
+            log,
+            progress: Progress::new(steps, label),
+            started: Instant::now(),
+            block_sum: 0.0,
+            block_len: 0,
+        });
+    }
+
+    /// What every training loop does after a step, besides the step itself: stop
+    /// on a loss that is not finite (naming the loop and the step), report
+    /// progress, and write the loss to `loss.csv` as [`LogEvery`] says.
+    pub fn observe(
+        &mut self,
+        step: usize,
+        loss: impl Into<f64>,
+        lr: impl Into<f64>,
+    ) -> Result<(), String> {
+        let (loss, lr): (f64, f64) = (loss.into(), lr.into());
+        let training = self
+            .training
+            .as_mut()
+            .expect("Stage::start_training before Stage::observe");
+        if !loss.is_finite() {
+            return Err(format!(
+                "{}: the loss is {loss} at step {step}; stopping",
+                training.label
+            ));
+        }
+        training.progress.set(step, loss);
+        let last = step + 1 == training.steps;
+        let row = match training.log {
+            LogEvery::Step(n) => (step.is_multiple_of(n) || last).then_some(loss),
+            LogEvery::Mean(n) => {
+                training.block_sum += loss;
+                training.block_len += 1;
+                (training.block_len == n || last).then(|| {
+                    let mean = training.block_sum / training.block_len as f64;
+                    training.block_sum = 0.0;
+                    training.block_len = 0;
+                    mean
+                })
+            }
+        };
+        if let Some(train) = row {
+            self.log(step, train, None, Some(lr));
+        }
+        Ok(())
+    }
+
+    /// Ends the training loop: clears the progress bar, records the steps, and
+    /// returns the loop's own milliseconds per step (the stage's `ms_per_step`
+    /// also counts what comes after, such as the evaluation).
+    pub fn finish_training(&mut self) -> f64 {
+        let training = self
+            .training
+            .take()
+            .expect("Stage::start_training before Stage::finish_training");
+        training.progress.finish();
+        self.steps = training.steps;
+        training.started.elapsed().as_secs_f64() * 1e3 / training.steps.max(1) as f64
+    }
+
     /// Appends a row to the loss log.
     pub fn log(&mut self, step: usize, train: f64, val: Option<f64>, lr: Option<f64>) {
         self.rows.push(LossRow {
@@ -225,6 +316,7 @@ impl Run {
             final_losses: BTreeMap::new(),
             targets: Vec::new(),
             rows: Vec::new(),
+            training: None,
         });
         self.stages.last_mut().expect("just pushed")
     }
@@ -382,6 +474,38 @@ mod tests {
             seed: None,
             steps: None,
         }
+    }
+
+    #[test]
+    fn observe_logs_as_asked_and_stops_on_nan_naming_the_step() {
+        let dir = std::env::temp_dir().join(format!("report-observe-{}", std::process::id()));
+        let mut run = Run::new(3, "makemore-mlp", &args(&dir), 42, serde_json::json!({}));
+        let stage = run.stage("every");
+        stage.start_training("every", 5, LogEvery::Step(2));
+        for step in 0..5 {
+            stage.observe(step, step as f32, 0.1f32).unwrap();
+        }
+        assert!(stage.finish_training() >= 0.0);
+        let logged: Vec<(usize, f64)> = stage.rows.iter().map(|r| (r.step, r.train)).collect();
+        assert_eq!(logged, [(0, 0.0), (2, 2.0), (4, 4.0)]);
+        assert_eq!(stage.steps, 5);
+
+        let stage = run.stage("mean");
+        stage.start_training("mean", 5, LogEvery::Mean(2));
+        for step in 0..5 {
+            stage.observe(step, step as f32, 0.1f32).unwrap();
+        }
+        stage.finish_training();
+        let logged: Vec<(usize, f64)> = stage.rows.iter().map(|r| (r.step, r.train)).collect();
+        assert_eq!(logged, [(1, 0.5), (3, 2.5), (4, 4.0)]);
+
+        let stage = run.stage("nan");
+        stage.start_training("nan", 5, LogEvery::Step(1));
+        stage.observe(0, 1.0, 0.1).unwrap();
+        let msg = stage.observe(1, f64::NAN, 0.1).unwrap_err();
+        assert_eq!(msg, "nan: the loss is NaN at step 1; stopping");
+        let msg = stage.observe(2, f32::INFINITY, 0.1f32).unwrap_err();
+        assert!(msg.contains("inf at step 2"), "{msg}");
     }
 
     #[test]
