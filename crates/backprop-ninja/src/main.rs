@@ -4,11 +4,11 @@
 use autograd::cmp;
 use backprop_ninja::backward::manual_backward;
 use backprop_ninja::fused::{batchnorm_backward, cross_entropy_backward};
-use backprop_ninja::train::{calibrate, sample, split_loss, train_step};
+use backprop_ninja::train::{calibrate, sample, split_loss, train};
 use backprop_ninja::{forward_with_autograd, Weights};
 use clap::{Args, Parser, Subcommand};
-use makemore_mlp::{lecture_lr, minibatch, Splits};
-use report::{Progress, Run, RunArgs, Target};
+use makemore_mlp::{minibatch, Splits, BATCH_SIZE};
+use report::{Run, RunArgs, Target};
 use serde_json::json;
 use std::process::ExitCode;
 use tensor::rng::TorchGenerator;
@@ -16,7 +16,6 @@ use tensor::rng::TorchGenerator;
 const INIT_SEED: u64 = 2147483647;
 const STEPS: usize = 200_000;
 const QUICK_STEPS: usize = 5_000;
-const BATCH: usize = 32;
 
 // Reference values. Lecture: karpathy/nn-zero-to-hero,
 // lectures/makemore/makemore_part4_backprop.ipynb; PyTorch: tests/fixtures/ninja_torch.py
@@ -81,7 +80,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         42,
         json!({
             "block_size": 3, "n_embd": 10, "n_hidden_exercises": 64, "n_hidden_training": 200,
-            "batch_size": BATCH, "steps": steps, "lr": "0.1, 0.01 from step 100000",
+            "batch_size": BATCH_SIZE, "steps": steps, "lr": "0.1, 0.01 from step 100000",
             "bn": "unbiased variance, eps 1e-5, calibrated on the training set",
         }),
     );
@@ -94,7 +93,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     // Exercises 1-3 share one batch of the hidden-64 net.
     let mut g = TorchGenerator::manual_seed(INIT_SEED);
     let w = Weights::init(64, &mut g, &mut TorchGenerator::manual_seed(seed));
-    let ix = minibatch(&mut g, splits.train.len(), BATCH);
+    let ix = minibatch(&mut g, splits.train.len(), BATCH_SIZE);
     let (xb, yb) = splits.train.rows(&ix);
     let (atoms, reference) = forward_with_autograd(&w, &xb, &yb);
 
@@ -188,34 +187,19 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         "12297",
         &w.count().to_string(),
     ));
-    let progress = Progress::new(steps, "manual backward");
-    let started = std::time::Instant::now();
-    for i in 0..steps {
-        let ix = minibatch(&mut g, splits.train.len(), BATCH);
-        let (xb, yb) = splits.train.rows(&ix);
-        let lr = lecture_lr(i);
-        let loss = train_step(&mut w, &xb, &yb, lr);
-        if !loss.is_finite() {
-            return Err(format!("loss became {loss} at step {i}"));
-        }
-        if i == 0 && lecture_seed {
+    let (losses, loop_ms) = train(&mut w, &splits.train, &mut g, steps, stage)?;
+    if lecture_seed {
+        if let Some(&first) = losses.first() {
             stage.target(Target::exact(
                 "step-0 loss",
                 STEP0_LOSS_200,
                 1e-4,
-                loss as f64,
+                first as f64,
             ));
         }
-        if i % 100 == 0 || i + 1 == steps {
-            stage.log(i, loss as f64, None, Some(lr as f64));
-        }
-        progress.set(i, loss as f64);
     }
-    progress.finish();
     // The stage's own ms_per_step also counts the full-split evaluation below.
-    let loop_ms = started.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
     stage.target(Target::info("ms per training step (loop only)", loop_ms));
-    stage.set_steps(steps);
     let stats = calibrate(&w, &splits.train);
     let train = split_loss(&w, &stats, &splits.train) as f64;
     let val = split_loss(&w, &stats, &splits.dev) as f64;

@@ -4,7 +4,8 @@ use crate::backward::{d_c, d_emb, d_hpreact, linear_backward};
 use crate::fused::{batchnorm_backward, cross_entropy_backward};
 use crate::model::{Weights, BLOCK_SIZE, N_EMBD};
 use data::makemore::Vocab;
-use makemore_mlp::Dataset;
+use makemore_mlp::{lecture_lr, minibatch, Dataset, BATCH_SIZE};
+use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
@@ -83,6 +84,31 @@ pub fn train_step(w: &mut Weights, xb: &[usize], yb: &[usize], lr: f32) -> f32 {
     loss
 }
 // ANCHOR_END: manual_train_step
+
+// ANCHOR: train
+/// Exercise 4's loop (cell[22]): minibatches of 32 from `g`, the manual step, the
+/// learning rate decayed at step 100,000. Returns every step's minibatch loss and
+/// the loop's milliseconds per step.
+pub fn train(
+    w: &mut Weights,
+    train: &Dataset,
+    g: &mut TorchGenerator,
+    steps: usize,
+    stage: &mut Stage,
+) -> Result<(Vec<f32>, f64), String> {
+    stage.start_training("manual backward", steps, LogEvery::Step(100));
+    let mut losses = Vec::with_capacity(steps);
+    for i in 0..steps {
+        let ix = minibatch(g, train.len(), BATCH_SIZE);
+        let (xb, yb) = train.rows(&ix);
+        let lr = lecture_lr(i);
+        let loss = train_step(w, &xb, &yb, lr);
+        stage.observe(i, loss, lr)?;
+        losses.push(loss);
+    }
+    Ok((losses, stage.finish_training()))
+}
+// ANCHOR_END: train
 
 // ANCHOR: calibrate
 /// After training: the mean and unbiased variance of the pre-activations over the

@@ -30,7 +30,7 @@ pub use dataset::{minibatch, Dataset, Splits};
 pub use model::{Config, Mlp};
 pub use plot::{embedding_plot, lr_find_plot};
 pub use sample::sample;
-pub use train::{lecture_lr, lr_find, train_step, LrFindPoint};
+pub use train::{lecture_lr, lr_find, train, train_step, LrFindPoint, BATCH_SIZE};
 
 /// The loss of a uniform prediction over the 27 characters, `-ln(1/27)`: what a
 /// well-initialised net should start at (exercise E02).

@@ -3,20 +3,18 @@
 
 use clap::{Args, Parser, Subcommand};
 use makemore_mlp::{
-    embedding_plot, lecture_lr, lr_find, lr_find_plot, minibatch, sample, train_step, uniform_loss,
-    Config, Mlp, Splits,
+    embedding_plot, lr_find, lr_find_plot, sample, train, uniform_loss, Config, Mlp, Splits,
 };
-use report::{Progress, Run, RunArgs, Target};
+use report::{Run, RunArgs, Target};
 use serde_json::json;
 use std::process::ExitCode;
 use tensor::rng::TorchGenerator;
 
 /// The notebook's generator seed for the init.
 const INIT_SEED: u64 = 2147483647;
-/// Lecture steps, batch size and the quick run's length.
+/// Lecture steps and the quick run's length.
 const STEPS: usize = 200_000;
 const QUICK_STEPS: usize = 5_000;
-const BATCH: usize = 32;
 
 // Reference values. Lecture: karpathy/nn-zero-to-hero,
 // lectures/makemore/makemore_part2_mlp.ipynb; PyTorch: tests/fixtures/mlp_torch.py
@@ -92,7 +90,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         42,
         json!({
             "block_size": config.block_size, "n_embd": config.n_embd, "n_hidden": config.n_hidden,
-            "batch_size": BATCH, "steps": steps, "lr": "0.1, 0.01 from step 100000",
+            "batch_size": makemore_mlp::BATCH_SIZE, "steps": steps, "lr": "0.1, 0.01 from step 100000",
             "init_seed": INIT_SEED, "fixed_init": args.fixed_init, "lr_find": args.lr_find,
         }),
     );
@@ -175,34 +173,19 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
 
     let stage = run.stage("mlp");
     let mut global = TorchGenerator::manual_seed(seed);
-    let progress = Progress::new(steps, "mlp");
-    let started = std::time::Instant::now();
-    for i in 0..steps {
-        let ix = minibatch(&mut global, splits.train.len(), BATCH);
-        let (xb, yb) = splits.train.rows(&ix);
-        let lr = lecture_lr(i);
-        let loss = train_step(&mut model, &xb, &yb, lr);
-        if !loss.is_finite() {
-            return Err(format!("loss became {loss} at step {i}"));
-        }
-        if i == 0 && lecture_seed && !args.fixed_init {
+    let (losses, loop_ms) = train(&mut model, &splits.train, &mut global, steps, stage)?;
+    if lecture_seed && !args.fixed_init {
+        if let Some(&first) = losses.first() {
             stage.target(Target::exact(
                 "step-0 minibatch loss",
                 STEP0_LOSS,
                 1e-4,
-                loss as f64,
+                first as f64,
             ));
         }
-        if i % 100 == 0 || i + 1 == steps {
-            stage.log(i, loss as f64, None, Some(lr as f64));
-        }
-        progress.set(i, loss as f64);
     }
-    progress.finish();
     // The stage's own ms_per_step also counts the full-split evaluation below.
-    let loop_ms = started.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
     stage.target(Target::info("ms per training step (loop only)", loop_ms));
-    stage.set_steps(steps);
     let train = model.loss(&splits.train) as f64;
     let dev = model.loss(&splits.dev) as f64;
     println!("train {train:.4}  dev {dev:.4}");

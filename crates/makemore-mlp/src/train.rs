@@ -3,6 +3,7 @@
 use crate::dataset::{minibatch, Dataset};
 use crate::model::Mlp;
 use autograd::{Graph, Sgd};
+use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
@@ -18,6 +19,34 @@ pub fn train_step(model: &mut Mlp, xb: &[usize], yb: &[usize], lr: f32) -> f32 {
     loss.item()
 }
 // ANCHOR_END: train_step
+
+/// The minibatch size.
+pub const BATCH_SIZE: usize = 32;
+
+// ANCHOR: train
+/// The lecture's loop (cell[26]): each step draws a minibatch of 32 from the
+/// global generator, trains on it, and decays the learning rate at step 100,000.
+/// Returns every step's minibatch loss and the loop's milliseconds per step.
+pub fn train(
+    model: &mut Mlp,
+    train: &Dataset,
+    global: &mut TorchGenerator,
+    steps: usize,
+    stage: &mut Stage,
+) -> Result<(Vec<f32>, f64), String> {
+    stage.start_training("mlp", steps, LogEvery::Step(100));
+    let mut losses = Vec::with_capacity(steps);
+    for i in 0..steps {
+        let ix = minibatch(global, train.len(), BATCH_SIZE);
+        let (xb, yb) = train.rows(&ix);
+        let lr = lecture_lr(i);
+        let loss = train_step(model, &xb, &yb, lr);
+        stage.observe(i, loss, lr)?;
+        losses.push(loss);
+    }
+    Ok((losses, stage.finish_training()))
+}
+// ANCHOR_END: train
 
 /// `lr = 0.1 if i < 100000 else 0.01`.
 pub fn lecture_lr(step: usize) -> f32 {
@@ -49,7 +78,7 @@ pub fn lr_find(
     let mut points = Vec::with_capacity(steps);
     for &e in &lre {
         let lr = 10f32.powf(e);
-        let ix = minibatch(global, train.len(), 32);
+        let ix = minibatch(global, train.len(), BATCH_SIZE);
         let (xb, yb) = train.rows(&ix);
         let loss = train_step(model, &xb, &yb, lr);
         points.push(LrFindPoint { lre: e, lr, loss });
