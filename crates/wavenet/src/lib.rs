@@ -27,6 +27,8 @@
 //! convolution, give the logits of all 8 separate forward passes.
 #![deny(missing_docs)]
 
+pub mod train;
+
 use autograd::{Graph, Params, Var};
 use batchnorm::nn::{BatchNorm1d, Embedding, FlattenConsecutive, Linear, Module, Sequential, Tanh};
 use tensor::rng::TorchGenerator;

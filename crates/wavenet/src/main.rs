@@ -5,22 +5,19 @@
 //! means over blocks of 1000 steps, prints the shape walk-through and samples,
 //! and checks the convolution view. `--ladder` adds the performance log.
 
-use autograd::{Graph, Sgd};
-use batchnorm::data::{Examples, Splits};
+use autograd::Graph;
+use batchnorm::data::Splits;
 use batchnorm::diagnostics::line_plot;
-use batchnorm::{sample_name, split_loss, step_lr};
+use batchnorm::{sample_name, split_loss};
 use clap::{Args, Parser, Subcommand};
-use report::{Progress, Run, RunArgs, Stage, Target};
+use report::{Run, RunArgs, Target};
 use serde_json::{json, Value};
 use std::process::ExitCode;
-use std::time::Instant;
-use tensor::rng::TorchGenerator;
+use wavenet::train::{train, Trained, BATCH_SIZE};
 use wavenet::{conv_logits, Config, WaveNet};
 
 const SEED: u64 = 42;
-const BATCH: usize = 32;
 const STEPS: usize = 200_000;
-const DECAY_AT: usize = 150_000;
 /// What cell[15] prints after the 200k-step run.
 const LECTURE_SAMPLES: &str =
     "arlij. chetta. heago. rocklei. hendrix. jamylie. broxin. denish. anslibt. marianah. \
@@ -109,70 +106,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// What one training run produced.
-struct Trained {
-    net: WaveNet,
-    g: TorchGenerator,
-    losses: Vec<f32>,
-    ms_per_step: f64,
-}
-
-// ANCHOR: train
-/// Trains `config` from `manual_seed(seed)`: minibatches from the same generator, SGD, step decay.
-fn train(
-    config: Config,
-    seed: u64,
-    train: &Examples,
-    steps: usize,
-    stage: &mut Stage,
-    label: &str,
-) -> Result<Trained, String> {
-    let mut g = TorchGenerator::manual_seed(seed);
-    let mut net = WaveNet::new(config, &mut g);
-    println!("{label}: {} parameters", net.params.count());
-    let progress = Progress::new(steps, label);
-    let mut losses = Vec::with_capacity(steps);
-    let start = Instant::now();
-    for i in 0..steps {
-        let (xb, yb) = train.minibatch(&mut g, BATCH);
-        let graph = Graph::new();
-        let loss = net.forward(&graph, &xb).cross_entropy(&yb);
-        let lv = loss.item();
-        if !lv.is_finite() {
-            return Err(format!("{label}: the loss is {lv} at step {i}"));
-        }
-        let grads = loss.backward();
-        net.params.zero_grad();
-        net.params.accumulate(&grads);
-        let lr = step_lr(i, DECAY_AT);
-        Sgd::new(lr).step(&mut net.params);
-        losses.push(lv);
-        if (i + 1) % 1000 == 0 {
-            // The lecture's curve: the mean over each block of 1000 steps.
-            let block = &losses[i + 1 - 1000..=i];
-            stage.log(
-                i,
-                block.iter().map(|&l| l as f64).sum::<f64>() / 1000.0,
-                None,
-                Some(lr as f64),
-            );
-        }
-        if i % 10_000 == 0 {
-            println!("{i:7}/{steps:7}: {lv:.4}");
-        }
-        progress.set(i + 1, lv as f64);
-    }
-    progress.finish();
-    let ms_per_step = start.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
-    Ok(Trained {
-        net,
-        g,
-        losses,
-        ms_per_step,
-    })
-}
-// ANCHOR_END: train
-
 fn evaluate(net: &mut WaveNet, splits: &Splits) -> (f64, f64) {
     net.set_training(false);
     let train = split_loss(&splits.train, |graph, xb| net.forward(graph, xb));
@@ -187,7 +120,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("{}: {e}", args.run.out.display()))?;
     let cfg = Config::lecture();
     let config = json!({
-        "block_size": cfg.block_size, "n_embd": cfg.n_embd, "n_hidden": cfg.n_hidden, "batch_size": BATCH,
+        "block_size": cfg.block_size, "n_embd": cfg.n_embd, "n_hidden": cfg.n_hidden, "batch_size": BATCH_SIZE,
         "steps": STEPS, "lr": "0.1, 0.01 from 150000", "seed": "torch.manual_seed(42): layers, then minibatches",
         "batchnorm": "over (0, 1) for 3-D input, unbiased var, eps 1e-5, momentum 0.1", "ladder": args.ladder,
     });
