@@ -15,10 +15,9 @@ use batchnorm::model_a::{Init, ModelA};
 use batchnorm::nn::{BatchNorm1d, Linear};
 use batchnorm::{sample_name, split_loss, step_lr};
 use clap::{Args, Parser, Subcommand};
-use report::{Progress, Run, RunArgs, Stage, Target};
+use report::{LogEvery, Run, RunArgs, Stage, Target};
 use serde_json::{json, Value};
 use std::process::ExitCode;
-use std::time::Instant;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
@@ -141,14 +140,6 @@ fn exact(gates: bool, name: &str, expected: f64, tol: f64, got: f64) -> Target {
     gate_full(gates, Target::exact(name, expected, tol, got))
 }
 
-fn check_finite(loss: f32, step: usize, what: &str) -> Result<(), String> {
-    if loss.is_finite() {
-        Ok(())
-    } else {
-        Err(format!("{what}: the loss is {loss} at step {step}"))
-    }
-}
-
 // ANCHOR: train_step
 /// One SGD step on the loss of a minibatch: zero the grads, backward, `p.data += -lr * p.grad`.
 fn sgd_step(params: &mut Params, loss: autograd::Var<'_>, lr: f32) {
@@ -159,24 +150,6 @@ fn sgd_step(params: &mut Params, loss: autograd::Var<'_>, lr: f32) {
 }
 // ANCHOR_END: train_step
 
-/// Logs the mean minibatch loss of every 100 steps, so loss.csv stays small.
-struct Smoother {
-    sum: f64,
-    n: usize,
-}
-
-impl Smoother {
-    fn push(&mut self, stage: &mut Stage, step: usize, loss: f32, lr: f32) {
-        self.sum += loss as f64;
-        self.n += 1;
-        if self.n == 100 || step == 0 {
-            stage.log(step, self.sum / self.n as f64, None, Some(lr as f64));
-            self.sum = 0.0;
-            self.n = 0;
-        }
-    }
-}
-
 /// Trains model A (or a ladder row) for `steps` steps; returns the per-step losses and the loop's ms/step.
 fn train_model_a(
     model: &mut ModelA,
@@ -186,28 +159,22 @@ fn train_model_a(
     stage: &mut Stage,
     label: &str,
 ) -> Result<(Vec<f32>, f64), String> {
-    let progress = Progress::new(steps, label);
-    let mut smoother = Smoother { sum: 0.0, n: 0 };
+    stage.start_training(label, steps, LogEvery::Mean(100));
     let mut losses = Vec::with_capacity(steps);
-    let start = Instant::now();
     for i in 0..steps {
         let (xb, yb) = train.minibatch(g, BATCH);
         let graph = Graph::new();
         let loss = model.forward(&graph, &xb, true).cross_entropy(&yb);
         let lv = loss.item();
-        check_finite(lv, i, label)?;
         let lr = step_lr(i, 100_000);
+        stage.observe(i, lv, lr)?;
         sgd_step(&mut model.params, loss, lr);
         losses.push(lv);
-        smoother.push(stage, i, lv, lr);
         if i % 10_000 == 0 {
             println!("{i:7}/{steps:7}: {lv:.4}");
         }
-        progress.set(i + 1, lv as f64);
     }
-    progress.finish();
-    let ms = start.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
-    Ok((losses, ms))
+    Ok((losses, stage.finish_training()))
 }
 
 fn eval_model_a(model: &mut ModelA, splits: &Splits) -> (f64, f64) {
@@ -549,7 +516,9 @@ fn zero_init_stage(run: &mut Run, splits: &Splits) -> Result<(), String> {
         let (xb, yb) = splits.train.minibatch(&mut g, BATCH);
         let graph = Graph::new();
         let loss = model.forward(&graph, &xb, true).cross_entropy(&yb);
-        check_finite(loss.item(), i, "E01")?;
+        if !loss.item().is_finite() {
+            return Err(format!("E01: the loss is {} at step {i}", loss.item()));
+        }
         let grads = loss.backward();
         model.params.zero_grad();
         model.params.accumulate(&grads);
@@ -625,26 +594,24 @@ fn model_b_stage(
         &net.params.count().to_string(),
     ));
     let tanh = tanh_outputs(&net);
-    let progress = Progress::new(steps, "model B");
-    let mut smoother = Smoother { sum: 0.0, n: 0 };
+    stage.start_training("model B", steps, LogEvery::Mean(100));
     let mut ud: Vec<Vec<f64>> = Vec::new();
     let mut losses = Vec::new();
     let mut last = None;
-    let start = Instant::now();
     for i in 0..steps {
         let (xb, yb) = splits.train.minibatch(&mut g, BATCH);
         let graph = Graph::new();
         let outs = net.forward_traced(&graph, &xb);
         let loss = outs.last().expect("layers").cross_entropy(&yb);
         let lv = loss.item();
-        check_finite(lv, i, "model B")?;
+        let lr = step_lr(i, 150_000);
+        stage.observe(i, lv, lr)?;
         let is_last = i + 1 == steps;
         let kept: Vec<_> = if is_last {
             tanh.iter().map(|&k| outs[k].retain_grad()).collect()
         } else {
             Vec::new()
         };
-        let lr = step_lr(i, 150_000);
         let grads = loss.backward();
         if is_last {
             last = Some(
@@ -671,14 +638,11 @@ fn model_b_stage(
             ud.push(row);
         }
         losses.push(lv);
-        smoother.push(stage, i, lv, lr);
         if i % 10_000 == 0 {
             println!("{i:7}/{steps:7}: {lv:.4}");
         }
-        progress.set(i + 1, lv as f64);
     }
-    progress.finish();
-    let ms = start.elapsed().as_secs_f64() * 1e3 / steps.max(1) as f64;
+    let ms = stage.finish_training();
     stage.target(exact(
         gates,
         "model B step-0 loss (PyTorch)",

@@ -7,7 +7,7 @@ use makemore_bigram::exercises::{tune_smoothing, TrigramCounts};
 use makemore_bigram::neural::{Encoding, LossFormula, NeuralBigram, LEARNING_RATE};
 use makemore_bigram::sampling::sample_names;
 use makemore_bigram::LECTURE_SEED;
-use report::{Progress, Run, RunArgs, Target};
+use report::{LogEvery, Run, RunArgs, Stage, Target};
 use std::process::ExitCode;
 use tensor::rng::TorchGenerator;
 
@@ -158,9 +158,9 @@ fn lecture(
         steps,
         Encoding::OneHot,
         LossFormula::Lecture,
-        |step, loss| stage.log(step, loss as f64, None, Some(LEARNING_RATE as f64)),
+        stage,
+        "neural bigram",
     )?;
-    stage.set_steps(steps);
     stage.set_final("train", *losses.last().unwrap_or(&f32::NAN) as f64);
     for (step, expected) in LOSS_AT_STEP {
         if let Some(&loss) = losses.get(step) {
@@ -202,9 +202,10 @@ fn lecture(
         if !exercises.contains(&exercise) {
             continue;
         }
-        let stage = run.stage(&format!("{exercise:?}"));
-        let (variant, variant_losses) = train(seed, &xs, &ys, steps, encoding, formula, |_, _| ())?;
-        stage.set_steps(steps);
+        let name = format!("{exercise:?}");
+        let stage = run.stage(&name);
+        let (variant, variant_losses) =
+            train(seed, &xs, &ys, steps, encoding, formula, stage, &name)?;
         let maxdiff = losses
             .iter()
             .zip(&variant_losses)
@@ -229,6 +230,7 @@ fn lecture(
 
 /// Trains from `W = randn((27, 27))` for `steps` full-batch updates; returns the
 /// model and the loss before each update. Stops on a NaN loss, naming the step.
+#[allow(clippy::too_many_arguments)]
 fn train(
     seed: u64,
     xs: &[usize],
@@ -236,21 +238,18 @@ fn train(
     steps: usize,
     encoding: Encoding,
     formula: LossFormula,
-    mut log: impl FnMut(usize, f32),
+    stage: &mut Stage,
+    label: &str,
 ) -> Result<(NeuralBigram, Vec<f32>), String> {
     let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(seed));
-    let progress = Progress::new(steps, "neural bigram");
+    stage.start_training(label, steps, LogEvery::Step(1));
     let mut losses = Vec::with_capacity(steps);
     for step in 0..steps {
         let loss = model.train_step(xs, ys, encoding, formula, LEARNING_RATE);
-        if !loss.is_finite() {
-            return Err(format!("the loss became {loss} at step {step}"));
-        }
-        progress.set(step, loss as f64);
-        log(step, loss);
+        stage.observe(step, loss, LEARNING_RATE)?;
         losses.push(loss);
     }
-    progress.finish();
+    stage.finish_training();
     Ok((model, losses))
 }
 

@@ -15,12 +15,11 @@
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use micrograd::moons::{self, Moons};
 use micrograd::{boundary, examples, regression, to_dot, Module};
-use report::{Progress, Run, RunArgs, Target};
+use report::{LogEvery, Run, RunArgs, Target};
 use serde_json::{json, Value as Json};
 
 #[derive(Parser)]
@@ -62,7 +61,10 @@ fn main() -> ExitCode {
     report::plot::register_font();
     examples_stage(&mut run);
     regression_stage(&mut run);
-    moons_stage(&mut run);
+    if let Err(e) = moons_stage(&mut run) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     run.finish()
 }
 
@@ -214,7 +216,7 @@ fn regression_stage(run: &mut Run) {
     });
 }
 
-fn moons_stage(run: &mut Run) {
+fn moons_stage(run: &mut Run) -> Result<(), String> {
     let seed = run.seed();
     let steps = run.steps_override().unwrap_or(MOONS_STEPS);
     let out_dir = run.out_dir().to_path_buf();
@@ -227,20 +229,16 @@ fn moons_stage(run: &mut Run) {
         &model.parameters().len().to_string(),
     ));
 
-    let progress = Progress::new(steps, "moons");
+    stage.start_training("moons", steps, LogEvery::Step(1));
     let mut losses = Vec::new();
     let mut accuracy = 0.0;
-    let start = Instant::now();
     for k in 0..steps {
         let (loss, acc) = moons::step(&model, &data, k);
-        stage.log(k, loss, None, Some(moons::learning_rate(k)));
-        progress.set(k, loss);
+        stage.observe(k, loss, moons::learning_rate(k))?;
         losses.push(loss);
         accuracy = acc;
     }
-    let seconds = start.elapsed().as_secs_f64();
-    progress.finish();
-    stage.set_steps(steps);
+    let ms_per_step = stage.finish_training();
 
     // The accuracy of the last step is measured before its update, as the notebook
     // prints it; so are the losses.
@@ -271,7 +269,7 @@ fn moons_stage(run: &mut Run) {
         Target::below("max |loss - pip micrograd| per step", 1e-9, max_diff),
         seed == SEED,
     ));
-    stage.target(Target::info("ms per step", seconds * 1e3 / steps as f64));
+    stage.target(Target::info("ms per step", ms_per_step));
 
     let title = format!(
         "moons: MLP(2, [16, 16, 1]), {steps} steps, accuracy {:.0}%",
@@ -282,6 +280,7 @@ fn moons_stage(run: &mut Run) {
         Ok(()) => println!("drew {}", png.display()),
         Err(e) => eprintln!("warning: could not draw the decision boundary: {e}"),
     }
+    Ok(())
 }
 
 fn fixture(text: &str) -> Json {
