@@ -103,69 +103,40 @@ impl Value {
             visited: Cell::new(false),
         }))
     }
+}
 
-    /// The same value with a name, for drawings: `Value::new(2.0).with_label("x1")`.
-    pub fn with_label(self, label: &str) -> Value {
-        self.set_label(label);
-        self
+// ANCHOR: add
+impl Add<&Value> for &Value {
+    type Output = Value;
+
+    fn add(self, other: &Value) -> Value {
+        let out = self.data() + other.data();
+        Value::from_op(out, vec![self.clone(), other.clone()], "+", |out| {
+            let (a, b) = (&out.prev[0], &out.prev[1]);
+            a.add_grad(out.grad());
+            b.add_grad(out.grad());
+        })
     }
+}
+// ANCHOR_END: add
 
-    /// Names the node, for drawings.
-    pub fn set_label(&self, label: &str) {
-        *self.0.label.borrow_mut() = label.to_string();
+// ANCHOR: mul
+impl Mul<&Value> for &Value {
+    type Output = Value;
+
+    fn mul(self, other: &Value) -> Value {
+        let out = self.data() * other.data();
+        Value::from_op(out, vec![self.clone(), other.clone()], "*", |out| {
+            let (a, b) = (&out.prev[0], &out.prev[1]);
+            a.add_grad(b.data() * out.grad());
+            b.add_grad(a.data() * out.grad());
+        })
     }
+}
+// ANCHOR_END: mul
 
-    /// The node's name ("" unless one was set).
-    pub fn label(&self) -> String {
-        self.0.label.borrow().clone()
-    }
-
-    /// The name of the op that made this value ("" for a leaf).
-    pub fn op(&self) -> &str {
-        &self.0.op
-    }
-
-    /// The inputs of the op that made this value, in operand order.
-    pub fn prev(&self) -> &[Value] {
-        &self.0.prev
-    }
-
-    /// The number this node holds.
-    pub fn data(&self) -> f64 {
-        self.0.data()
-    }
-
-    /// Overwrites the number, as a training step does with `p.data -= lr * p.grad`.
-    pub fn set_data(&self, data: f64) {
-        self.0.data.set(data);
-    }
-
-    /// d(output)/d(self), filled in by the last [`Value::backward`] on a graph that
-    /// uses this node.
-    pub fn grad(&self) -> f64 {
-        self.0.grad()
-    }
-
-    /// Overwrites the gradient; `set_grad(0.0)` is `zero_grad` for one node.
-    pub fn set_grad(&self, grad: f64) {
-        self.0.grad.set(grad);
-    }
-
-    /// `self.grad += delta`: how every backward rule hands a gradient to an input.
-    fn add_grad(&self, delta: f64) {
-        self.0.grad.set(self.0.grad.get() + delta);
-    }
-
-    /// Whether two handles share one node (Python's `a is b`).
-    pub fn same_node(&self, other: &Value) -> bool {
-        Rc::ptr_eq(&self.0, &other.0)
-    }
-
-    /// The node's address, which identifies it in a drawing.
-    pub(crate) fn node_ptr(&self) -> *const Node {
-        Rc::as_ptr(&self.0)
-    }
-
+/// The other primitives, each with its backward rule, and the backward pass.
+impl Value {
     /// `self ** exponent` for a constant exponent.
     pub fn powf(&self, exponent: f64) -> Value {
         // ANCHOR: pow
@@ -292,6 +263,97 @@ impl Value {
     // ANCHOR_END: topo
 }
 
+// ANCHOR: derived
+impl Neg for &Value {
+    type Output = Value;
+
+    fn neg(self) -> Value {
+        self * -1.0
+    }
+}
+
+impl Sub<&Value> for &Value {
+    type Output = Value;
+
+    fn sub(self, other: &Value) -> Value {
+        self + &(-other)
+    }
+}
+
+impl Div<&Value> for &Value {
+    type Output = Value;
+
+    fn div(self, other: &Value) -> Value {
+        self * &other.powf(-1.0)
+    }
+}
+// ANCHOR_END: derived
+
+/// Names, accessors and the handles a training loop needs.
+impl Value {
+    /// The same value with a name, for drawings: `Value::new(2.0).with_label("x1")`.
+    pub fn with_label(self, label: &str) -> Value {
+        self.set_label(label);
+        self
+    }
+
+    /// Names the node, for drawings.
+    pub fn set_label(&self, label: &str) {
+        *self.0.label.borrow_mut() = label.to_string();
+    }
+
+    /// The node's name ("" unless one was set).
+    pub fn label(&self) -> String {
+        self.0.label.borrow().clone()
+    }
+
+    /// The name of the op that made this value ("" for a leaf).
+    pub fn op(&self) -> &str {
+        &self.0.op
+    }
+
+    /// The inputs of the op that made this value, in operand order.
+    pub fn prev(&self) -> &[Value] {
+        &self.0.prev
+    }
+
+    /// The number this node holds.
+    pub fn data(&self) -> f64 {
+        self.0.data()
+    }
+
+    /// Overwrites the number, as a training step does with `p.data -= lr * p.grad`.
+    pub fn set_data(&self, data: f64) {
+        self.0.data.set(data);
+    }
+
+    /// d(output)/d(self), filled in by the last [`Value::backward`] on a graph that
+    /// uses this node.
+    pub fn grad(&self) -> f64 {
+        self.0.grad()
+    }
+
+    /// Overwrites the gradient; `set_grad(0.0)` is `zero_grad` for one node.
+    pub fn set_grad(&self, grad: f64) {
+        self.0.grad.set(grad);
+    }
+
+    /// `self.grad += delta`: how every backward rule hands a gradient to an input.
+    fn add_grad(&self, delta: f64) {
+        self.0.grad.set(self.0.grad.get() + delta);
+    }
+
+    /// Whether two handles share one node (Python's `a is b`).
+    pub fn same_node(&self, other: &Value) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The node's address, which identifies it in a drawing.
+    pub(crate) fn node_ptr(&self) -> *const Node {
+        Rc::as_ptr(&self.0)
+    }
+}
+
 impl Drop for Node {
     /// Drops a graph without recursion.
     ///
@@ -320,62 +382,6 @@ impl fmt::Debug for Value {
         write!(f, "Value(data={}, grad={})", self.data(), self.grad())
     }
 }
-
-// ANCHOR: add
-impl Add<&Value> for &Value {
-    type Output = Value;
-
-    fn add(self, other: &Value) -> Value {
-        let out = self.data() + other.data();
-        Value::from_op(out, vec![self.clone(), other.clone()], "+", |out| {
-            let (a, b) = (&out.prev[0], &out.prev[1]);
-            a.add_grad(out.grad());
-            b.add_grad(out.grad());
-        })
-    }
-}
-// ANCHOR_END: add
-
-// ANCHOR: mul
-impl Mul<&Value> for &Value {
-    type Output = Value;
-
-    fn mul(self, other: &Value) -> Value {
-        let out = self.data() * other.data();
-        Value::from_op(out, vec![self.clone(), other.clone()], "*", |out| {
-            let (a, b) = (&out.prev[0], &out.prev[1]);
-            a.add_grad(b.data() * out.grad());
-            b.add_grad(a.data() * out.grad());
-        })
-    }
-}
-// ANCHOR_END: mul
-
-// ANCHOR: derived
-impl Neg for &Value {
-    type Output = Value;
-
-    fn neg(self) -> Value {
-        self * -1.0
-    }
-}
-
-impl Sub<&Value> for &Value {
-    type Output = Value;
-
-    fn sub(self, other: &Value) -> Value {
-        self + &(-other)
-    }
-}
-
-impl Div<&Value> for &Value {
-    type Output = Value;
-
-    fn div(self, other: &Value) -> Value {
-        self * &other.powf(-1.0)
-    }
-}
-// ANCHOR_END: derived
 
 impl Neg for Value {
     type Output = Value;
