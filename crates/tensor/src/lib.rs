@@ -18,13 +18,14 @@ mod elementwise;
 mod index;
 mod matmul;
 mod nn;
+mod numeric;
 mod reduce;
 pub mod rng;
 mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
-pub use elementwise::{erf, erfc_fast, normal_cdf};
 pub use matmul::max_threads;
+pub use numeric::{erf, erfc_fast, normal_cdf};
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
