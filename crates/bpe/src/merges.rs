@@ -256,6 +256,30 @@ impl Merges {
             .all(|(b, &id)| id == b as u32)
     }
 
+    // ANCHOR: encode_plain
+    /// minbpe's `_encode_chunk`, as written: while two ids remain, take the adjacent
+    /// pair that was merged earliest (lowest id) and merge it everywhere; stop when no
+    /// adjacent pair is a merge. The reference: [`Merges::encode_chunk`] is the fast
+    /// path and gives the same ids (tests/train_algorithms.rs checks it).
+    pub fn encode_plain(&self, bytes: &[u8]) -> Vec<u32> {
+        let mut ids: Vec<u32> = bytes.iter().map(|&b| self.byte_ids[b as usize]).collect();
+        while ids.len() >= 2 {
+            let stats = get_stats(&ids);
+            let pair = *stats
+                .order
+                .iter()
+                .min_by_key(|p| self.rank_of(p.0, p.1))
+                .expect("two ids make a pair");
+            let idx = self.rank_of(pair.0, pair.1);
+            if idx == u32::MAX {
+                break; // nothing else can be merged
+            }
+            ids = merge(&ids, pair, idx);
+        }
+        ids
+    }
+    // ANCHOR_END: encode_plain
+
     // ANCHOR: encode_chunk
     /// Encodes one chunk and appends its ids to `out`.
     ///
