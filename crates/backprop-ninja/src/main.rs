@@ -7,7 +7,8 @@ use backprop_ninja::fused::{batchnorm_backward, cross_entropy_backward};
 use backprop_ninja::train::{calibrate, sample, split_loss, train};
 use backprop_ninja::{forward_with_autograd, Weights};
 use clap::{Args, Parser, Subcommand};
-use makemore_mlp::{minibatch, Splits, BATCH_SIZE};
+use data::makemore::Splits;
+use makemore_mlp::BATCH_SIZE;
 use report::{Run, RunArgs, Target};
 use serde_json::json;
 use std::process::ExitCode;
@@ -93,8 +94,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     // Exercises 1-3 share one batch of the hidden-64 net.
     let mut g = TorchGenerator::manual_seed(INIT_SEED);
     let w = Weights::init(64, &mut g, &mut TorchGenerator::manual_seed(seed));
-    let ix = minibatch(&mut g, splits.train.len(), BATCH_SIZE);
-    let (xb, yb) = splits.train.rows(&ix);
+    let (xb, yb) = splits.train.minibatch(&mut g, BATCH_SIZE);
     let (atoms, reference) = forward_with_autograd(&w, &xb, &yb);
 
     let stage = run.stage("exercise 1");

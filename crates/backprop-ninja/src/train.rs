@@ -3,8 +3,9 @@
 use crate::backward::{d_c, d_emb, d_hpreact, linear_backward};
 use crate::fused::{batchnorm_backward, cross_entropy_backward};
 use crate::model::{Weights, BLOCK_SIZE, N_EMBD};
+use data::makemore::Dataset;
 use data::makemore::Vocab;
-use makemore_mlp::{lecture_lr, minibatch, Dataset, BATCH_SIZE};
+use makemore_mlp::{lecture_lr, BATCH_SIZE};
 use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -99,8 +100,7 @@ pub fn train(
     stage.start_training("manual backward", steps, LogEvery::Step(100));
     let mut losses = Vec::with_capacity(steps);
     for i in 0..steps {
-        let ix = minibatch(g, train.len(), BATCH_SIZE);
-        let (xb, yb) = train.rows(&ix);
+        let (xb, yb) = train.minibatch(g, BATCH_SIZE);
         let lr = lecture_lr(i);
         let loss = train_step(w, &xb, &yb, lr);
         stage.observe(i, loss, lr)?;

@@ -6,7 +6,6 @@ mod common;
 use autograd::cmp;
 use backprop_ninja::train::{calibrate, sample, train_step};
 use backprop_ninja::Weights;
-use makemore_mlp::minibatch;
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -96,9 +95,7 @@ fn manual_training_follows_pytorch() {
     let mut g = TorchGenerator::manual_seed(2147483647);
     let mut w = Weights::init(200, &mut g, &mut TorchGenerator::manual_seed(42));
     for (i, expected) in floats(&fx["train_losses_first"]).into_iter().enumerate() {
-        let (xb, yb) = splits
-            .train
-            .rows(&minibatch(&mut g, splits.train.len(), 32));
+        let (xb, yb) = splits.train.minibatch(&mut g, 32);
         let loss = train_step(&mut w, &xb, &yb, 0.1);
         assert!(
             (loss - expected).abs() < 1e-5,

@@ -3,9 +3,9 @@
 //! can be compared side by side on one machine.
 
 use autograd::{Graph, Sgd};
-use batchnorm::data::Splits;
 use batchnorm::deep::DeepNet;
 use batchnorm::model_a::{Init, ModelA};
+use data::makemore::Splits;
 use std::time::Instant;
 use tensor::rng::TorchGenerator;
 

@@ -33,7 +33,6 @@
 //! `cargo run --release -p batchnorm -- lecture --out runs/lecture-04`.
 #![deny(missing_docs)]
 
-pub mod data;
 pub mod deep;
 pub mod diagnostics;
 pub mod fold;
@@ -52,7 +51,7 @@ pub const EVAL_CHUNK: usize = 8192;
 /// lecture), with no graph recorded. `forward(graph, xb)` returns the logits;
 /// the split is fed in chunks and the per-chunk means are combined by size.
 pub fn split_loss(
-    examples: &data::Examples,
+    examples: &data::makemore::Dataset,
     mut forward: impl for<'g> FnMut(&'g Graph, &[usize]) -> Var<'g>,
 ) -> f64 {
     let n = examples.len();

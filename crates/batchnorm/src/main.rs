@@ -7,7 +7,6 @@
 //! (`tests/fixtures/lecture4.json`, made by `make_fixtures.py` beside it).
 
 use autograd::{Graph, Params, Sgd};
-use batchnorm::data::{Examples, Splits};
 use batchnorm::deep::DeepNet;
 use batchnorm::diagnostics::{histogram, line_plot, mean_std, saturated_percent, Series};
 use batchnorm::fold::fold;
@@ -15,6 +14,7 @@ use batchnorm::model_a::{Init, ModelA};
 use batchnorm::nn::{BatchNorm1d, Linear};
 use batchnorm::{sample_name, split_loss, step_lr};
 use clap::{Args, Parser, Subcommand};
+use data::makemore::{Dataset, Splits};
 use report::{LogEvery, Run, RunArgs, Stage, Target};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -102,7 +102,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     println!(
         "examples: train {}, val {}, test {}",
         splits.train.len(),
-        splits.val.len(),
+        splits.dev.len(),
         splits.test.len()
     );
     let exact_gates = run.seed() == SEED;
@@ -154,7 +154,7 @@ fn sgd_step(params: &mut Params, loss: autograd::Var<'_>, lr: f32) {
 fn train_model_a(
     model: &mut ModelA,
     g: &mut TorchGenerator,
-    train: &Examples,
+    train: &Dataset,
     steps: usize,
     stage: &mut Stage,
     label: &str,
@@ -179,7 +179,7 @@ fn train_model_a(
 
 fn eval_model_a(model: &mut ModelA, splits: &Splits) -> (f64, f64) {
     let train = split_loss(&splits.train, |graph, xb| model.forward(graph, xb, false));
-    let val = split_loss(&splits.val, |graph, xb| model.forward(graph, xb, false));
+    let val = split_loss(&splits.dev, |graph, xb| model.forward(graph, xb, false));
     (train, val)
 }
 
@@ -750,7 +750,7 @@ fn model_b_stage(
         layer.set_training(false);
     }
     let train = split_loss(&splits.train, |graph, xb| net.forward(graph, xb));
-    let val = split_loss(&splits.val, |graph, xb| net.forward(graph, xb));
+    let val = split_loss(&splits.dev, |graph, xb| net.forward(graph, xb));
     println!("train {train:.6}\nval   {val:.6}");
     stage.set_steps(steps);
     stage.set_final("train", train);
@@ -785,13 +785,13 @@ fn model_b_stage(
         &names.join(" "),
     )));
 
-    e02_fold(stage, &net, &splits.val)?;
+    e02_fold(stage, &net, &splits.dev)?;
     Ok(())
 }
 
 // ANCHOR: e02
 /// E02: the folded network (Linear with bias, Tanh) against model B in eval mode, on the val split.
-fn e02_fold(stage: &mut Stage, net: &DeepNet, val: &Examples) -> Result<(), String> {
+fn e02_fold(stage: &mut Stage, net: &DeepNet, val: &Dataset) -> Result<(), String> {
     let layers = &net.layers.layers;
     let mut folded = Vec::new();
     let mut k = 0;

@@ -3,9 +3,9 @@
 //! Needs the data: set ZTH_DATA or run `cargo xtask data`.
 
 use autograd::{Graph, Sgd};
-use batchnorm::data::Splits;
 use batchnorm::deep::DeepNet;
 use batchnorm::model_a::{Init, ModelA};
+use data::makemore::Splits;
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
 

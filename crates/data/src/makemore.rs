@@ -8,6 +8,7 @@
 //! training examples the lectures print.
 
 use crate::DataError;
+use tensor::rng::TorchGenerator;
 
 /// Number of symbols: `.` plus `a`..=`z`.
 pub const VOCAB_SIZE: usize = 27;
@@ -160,6 +161,97 @@ pub fn context_windows(words: &[String], block_size: usize) -> (Vec<usize>, Vec<
     (x, y)
 }
 // ANCHOR_END: build_dataset
+
+/// Examples as the notebooks' `X` (n × block_size, row-major) and `Y` (n): the
+/// one dataset type of lectures 3–6.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    /// Contexts, `block_size` symbol indices per example.
+    pub x: Vec<usize>,
+    /// The symbol that follows each context.
+    pub y: Vec<usize>,
+    /// Symbols per context.
+    pub block_size: usize,
+}
+
+impl Dataset {
+    /// `Xtr, Ytr = build_dataset(words)` ([`context_windows`]).
+    pub fn build(words: &[String], block_size: usize) -> Dataset {
+        let (x, y) = context_windows(words, block_size);
+        Dataset { x, y, block_size }
+    }
+
+    /// The number of examples.
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    /// The contexts and targets of the examples `ix` (`Xtr[ix], Ytr[ix]`).
+    pub fn rows(&self, ix: &[usize]) -> (Vec<usize>, Vec<usize>) {
+        let b = self.block_size;
+        let mut xb = Vec::with_capacity(ix.len() * b);
+        let mut yb = Vec::with_capacity(ix.len());
+        for &i in ix {
+            xb.extend_from_slice(&self.x[i * b..(i + 1) * b]);
+            yb.push(self.y[i]);
+        }
+        (xb, yb)
+    }
+
+    /// Examples `start..end`, for evaluating a split in chunks.
+    pub fn range(&self, start: usize, end: usize) -> (Vec<usize>, Vec<usize>) {
+        let b = self.block_size;
+        (
+            self.x[start * b..end * b].to_vec(),
+            self.y[start..end].to_vec(),
+        )
+    }
+
+    // ANCHOR: minibatch
+    /// `ix = torch.randint(0, Xtr.shape[0], (batch_size,), generator=g)`, then those rows.
+    pub fn minibatch(&self, g: &mut TorchGenerator, batch_size: usize) -> (Vec<usize>, Vec<usize>) {
+        self.rows(&self.minibatch_indices(g, batch_size))
+    }
+    // ANCHOR_END: minibatch
+
+    /// The indices [`Dataset::minibatch`] draws.
+    pub fn minibatch_indices(&self, g: &mut TorchGenerator, batch_size: usize) -> Vec<usize> {
+        g.randint(0, self.len() as i64, &[batch_size])
+            .into_iter()
+            .map(|i| i as usize)
+            .collect()
+    }
+}
+
+/// The three datasets of lectures 3–6, from the lecture split of `names.txt`
+/// (182,625 / 22,655 / 22,866 examples at block size 3).
+#[derive(Clone, Debug)]
+pub struct Splits {
+    /// 80% of the shuffled words (`Xtr, Ytr`).
+    pub train: Dataset,
+    /// 10%, for choosing hyperparameters (`Xdev, Ydev`; the notebooks' "val").
+    pub dev: Dataset,
+    /// 10%, held out (`Xte, Yte`).
+    pub test: Dataset,
+}
+
+impl Splits {
+    /// Reads `names.txt`, shuffles and splits it as the lectures do, and builds
+    /// the three datasets.
+    pub fn load(block_size: usize) -> Result<Splits, DataError> {
+        let split = lecture_split(words()?);
+        Ok(Splits {
+            train: Dataset::build(&split.train, block_size),
+            dev: Dataset::build(&split.dev, block_size),
+            test: Dataset::build(&split.test, block_size),
+        })
+    }
+}
 
 // ANCHOR: bigrams
 /// Lecture 2's pairs: every word becomes `.` + word + `.`, and each pair of

@@ -5,7 +5,8 @@
 //! `cargo bench -p makemore-mlp --bench step` and compare with
 //! `python crates/makemore-mlp/benches/step_torch.py` (both need names.txt).
 
-use makemore_mlp::{lecture_lr, minibatch, train_step, Config, Mlp, Splits};
+use data::makemore::Splits;
+use makemore_mlp::{lecture_lr, train_step, Config, Mlp};
 use std::time::Instant;
 use tensor::rng::TorchGenerator;
 
@@ -33,8 +34,7 @@ fn main() {
     );
     let mut global = TorchGenerator::manual_seed(42);
     let mut step = |i: usize| {
-        let ix = minibatch(&mut global, splits.train.len(), 32);
-        let (xb, yb) = splits.train.rows(&ix);
+        let (xb, yb) = splits.train.minibatch(&mut global, 32);
         train_step(&mut model, &xb, &yb, lecture_lr(i))
     };
     for i in 0..warmup {

@@ -20,13 +20,11 @@
 //! sampling (`sample`).
 #![deny(missing_docs)]
 
-mod dataset;
 mod model;
 mod plot;
 mod sample;
 mod train;
 
-pub use dataset::{minibatch, Dataset, Splits};
 pub use model::{Config, Mlp};
 pub use plot::{embedding_plot, lr_find_plot};
 pub use sample::sample;

@@ -2,8 +2,9 @@
 //! lecture 3 end to end, checked against the lecture's numbers.
 
 use clap::{Args, Parser, Subcommand};
+use data::makemore::Splits;
 use makemore_mlp::{
-    embedding_plot, lr_find, lr_find_plot, sample, train, uniform_loss, Config, Mlp, Splits,
+    embedding_plot, lr_find, lr_find_plot, sample, train, uniform_loss, Config, Mlp,
 };
 use report::{Run, RunArgs, Target};
 use serde_json::json;

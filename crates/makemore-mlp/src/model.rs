@@ -1,7 +1,7 @@
 //! The MLP: an embedding table, one tanh hidden layer, a linear output layer.
 
-use crate::dataset::Dataset;
 use autograd::{Graph, ParamId, Params, Var};
+use data::makemore::Dataset;
 use tensor::rng::TorchGenerator;
 
 /// The sizes of the network.

@@ -1,8 +1,8 @@
 //! One SGD step, the lecture's learning-rate schedule, and the learning-rate finder.
 
-use crate::dataset::{minibatch, Dataset};
 use crate::model::Mlp;
 use autograd::{Graph, Sgd};
+use data::makemore::Dataset;
 use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -37,8 +37,7 @@ pub fn train(
     stage.start_training("mlp", steps, LogEvery::Step(100));
     let mut losses = Vec::with_capacity(steps);
     for i in 0..steps {
-        let ix = minibatch(global, train.len(), BATCH_SIZE);
-        let (xb, yb) = train.rows(&ix);
+        let (xb, yb) = train.minibatch(global, BATCH_SIZE);
         let lr = lecture_lr(i);
         let loss = train_step(model, &xb, &yb, lr);
         stage.observe(i, loss, lr)?;
@@ -78,8 +77,7 @@ pub fn lr_find(
     let mut points = Vec::with_capacity(steps);
     for &e in &lre {
         let lr = 10f32.powf(e);
-        let ix = minibatch(global, train.len(), BATCH_SIZE);
-        let (xb, yb) = train.rows(&ix);
+        let (xb, yb) = train.minibatch(global, BATCH_SIZE);
         let loss = train_step(model, &xb, &yb, lr);
         points.push(LrFindPoint { lre: e, lr, loss });
     }

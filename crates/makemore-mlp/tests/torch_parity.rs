@@ -2,7 +2,8 @@
 //! from tests/fixtures/mlp_torch.py, which follows the lecture notebook step by step.
 //! Needs names.txt (ZTH_DATA or the workspace's datasets/).
 
-use makemore_mlp::{lecture_lr, minibatch, sample, train_step, uniform_loss, Config, Mlp, Splits};
+use data::makemore::Splits;
+use makemore_mlp::{lecture_lr, sample, train_step, uniform_loss, Config, Mlp};
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -81,7 +82,9 @@ fn fixed_init_starts_near_the_uniform_loss() {
 #[test]
 fn minibatch_indices_come_from_the_global_generator() {
     let fx = fixture();
-    let ix = minibatch(&mut TorchGenerator::manual_seed(42), 182_625, 32);
+    let ix = splits()
+        .train
+        .minibatch_indices(&mut TorchGenerator::manual_seed(42), 32);
     let expected: Vec<usize> = fx["first_batch_ix"]
         .as_array()
         .unwrap()
@@ -103,7 +106,7 @@ fn first_training_steps_follow_pytorch() {
         .iter()
         .enumerate()
     {
-        let (xb, yb) = s.train.rows(&minibatch(&mut global, s.train.len(), 32));
+        let (xb, yb) = s.train.minibatch(&mut global, 32);
         let loss = train_step(&mut model, &xb, &yb, lecture_lr(i));
         assert_close(&format!("step {i}"), loss, f(expected), 1e-5);
     }

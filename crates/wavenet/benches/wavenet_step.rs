@@ -3,7 +3,7 @@
 //! can be compared side by side on one machine.
 
 use autograd::{Graph, Sgd};
-use batchnorm::data::Splits;
+use data::makemore::Splits;
 use std::time::Instant;
 use tensor::rng::TorchGenerator;
 use wavenet::{Config, WaveNet};

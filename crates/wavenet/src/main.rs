@@ -6,10 +6,10 @@
 //! and checks the convolution view. `--ladder` adds the performance log.
 
 use autograd::Graph;
-use batchnorm::data::Splits;
 use batchnorm::diagnostics::line_plot;
 use batchnorm::{sample_name, split_loss};
 use clap::{Args, Parser, Subcommand};
+use data::makemore::Splits;
 use report::{Run, RunArgs, Target};
 use serde_json::{json, Value};
 use std::process::ExitCode;
@@ -109,7 +109,7 @@ fn main() -> ExitCode {
 fn evaluate(net: &mut WaveNet, splits: &Splits) -> (f64, f64) {
     net.set_training(false);
     let train = split_loss(&splits.train, |graph, xb| net.forward(graph, xb));
-    let val = split_loss(&splits.val, |graph, xb| net.forward(graph, xb));
+    let val = split_loss(&splits.dev, |graph, xb| net.forward(graph, xb));
     (train, val)
 }
 
@@ -136,7 +136,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     println!(
         "examples: train {}, val {}, test {}",
         splits.train.len(),
-        splits.val.len(),
+        splits.dev.len(),
         splits.test.len()
     );
     let reference = fixture_row(&fixture, "lecture6.json", cfg.name)?;

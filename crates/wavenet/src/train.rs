@@ -2,8 +2,8 @@
 
 use crate::{Config, WaveNet};
 use autograd::{Graph, Sgd};
-use batchnorm::data::Examples;
 use batchnorm::step_lr;
+use data::makemore::Dataset;
 use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 
@@ -31,7 +31,7 @@ pub struct Trained {
 pub fn train(
     config: Config,
     seed: u64,
-    train: &Examples,
+    train: &Dataset,
     steps: usize,
     stage: &mut Stage,
     label: &str,

@@ -2,7 +2,7 @@
 //! from `fixtures/make_fixtures.py`). Needs the data: set ZTH_DATA or run `cargo xtask data`.
 
 use autograd::{Graph, Sgd};
-use batchnorm::data::Splits;
+use data::makemore::Splits;
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
 use wavenet::{conv_logits, Config, WaveNet};

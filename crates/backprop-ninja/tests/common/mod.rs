@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test file uses a different part of it
 
 use backprop_ninja::{forward_with_autograd, AtomGrads, Atoms, Weights};
-use makemore_mlp::{minibatch, Splits};
+use data::makemore::Splits;
 use tensor::rng::TorchGenerator;
 
 pub struct Exercise {
@@ -23,7 +23,7 @@ pub fn exercise() -> Exercise {
     let splits = splits();
     let mut g = TorchGenerator::manual_seed(2147483647);
     let w = Weights::init(64, &mut g, &mut TorchGenerator::manual_seed(42));
-    let batch_ix = minibatch(&mut g, splits.train.len(), 32);
+    let batch_ix = splits.train.minibatch_indices(&mut g, 32);
     let (xb, yb) = splits.train.rows(&batch_ix);
     let (atoms, reference) = forward_with_autograd(&w, &xb, &yb);
     Exercise {
