@@ -94,6 +94,12 @@ pub fn sample_name(
 }
 // ANCHOR_END: sample
 
+/// The losses at steps 0, 10,000, 20,000, …: what the notebooks' loops print
+/// (`if i % 10000 == 0: print(...)`), for comparing a run with the printout.
+pub fn every_10k(losses: &[f32]) -> Vec<f64> {
+    losses.iter().step_by(10_000).map(|&l| l as f64).collect()
+}
+
 /// The learning rate of step `i`: `lr = 0.1 if i < decay_at else 0.01`.
 pub fn step_lr(i: usize, decay_at: usize) -> f32 {
     if i < decay_at {

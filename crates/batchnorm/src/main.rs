@@ -12,7 +12,7 @@ use batchnorm::diagnostics::{histogram, line_plot, mean_std, saturated_percent, 
 use batchnorm::fold::fold;
 use batchnorm::model_a::{Init, ModelA};
 use batchnorm::nn::{BatchNorm1d, Linear};
-use batchnorm::{sample_name, split_loss, step_lr};
+use batchnorm::{every_10k, sample_name, split_loss, step_lr};
 use clap::{Args, Parser, Subcommand};
 use data::makemore::{Dataset, Splits};
 use report::{LogEvery, Run, RunArgs, Stage, Target};
@@ -196,11 +196,6 @@ fn torch_row(full: &Value, init: Init) -> &Value {
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["row"] == name))
         .unwrap_or_else(|| panic!("lecture4_full.json has no row {name:?}"))
-}
-
-/// The losses at steps 0, 10,000, 20,000, …: what the notebook's loop prints.
-fn every_10k(losses: &[f32]) -> Vec<f64> {
-    losses.iter().step_by(10_000).map(|&l| l as f64).collect()
 }
 
 fn model_a_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Result<(), String> {

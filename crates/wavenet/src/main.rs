@@ -7,7 +7,7 @@
 
 use autograd::Graph;
 use batchnorm::diagnostics::line_plot;
-use batchnorm::{sample_name, split_loss};
+use batchnorm::{every_10k, sample_name, split_loss};
 use clap::{Args, Parser, Subcommand};
 use data::makemore::Splits;
 use report::{Run, RunArgs, Target};
@@ -53,11 +53,6 @@ fn fixture_row<'a>(fixture: &'a Value, file: &str, name: &str) -> Result<&'a Val
         .as_array()
         .and_then(|rows| rows.iter().find(|r| r["name"] == name))
         .ok_or_else(|| format!("{file} has no row named {name:?}"))
-}
-
-/// The losses at steps 0, 10,000, 20,000, …: what the notebook's loop prints.
-fn every_10k(losses: &[f32]) -> Vec<f64> {
-    losses.iter().step_by(10_000).map(|&l| l as f64).collect()
 }
 
 /// PyTorch's prints for the steps this run reached.
