@@ -173,6 +173,16 @@ impl<'g> Var<'g> {
         self
     }
 
+    /// PyTorch's `loss.backward()`: backpropagates from this variable and adds
+    /// the parameters' gradients into their `p.grad` (after `params.zero_grad()`,
+    /// that is the step's gradient). Returns every gradient, for the lectures
+    /// that also look at intermediate ones (`retain_grad`).
+    pub fn backward_into(&self, params: &mut Params) -> Grads {
+        let grads = self.backward();
+        params.accumulate(&grads);
+        grads
+    }
+
     /// Backpropagates from this variable, seeding its gradient with ones.
     pub fn backward(&self) -> Grads {
         let seed = Tensor::ones(&self.shape());

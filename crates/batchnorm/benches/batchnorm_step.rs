@@ -3,8 +3,8 @@
 //! can be compared side by side on one machine.
 
 use autograd::{Graph, Sgd};
-use batchnorm::deep::DeepNet;
-use batchnorm::model_a::{Init, ModelA};
+use batchnorm::mlp::{LossLogRow, Mlp};
+use batchnorm::torchified::TorchifiedMlp;
 use data::makemore::Splits;
 use std::time::Instant;
 use tensor::rng::TorchGenerator;
@@ -28,7 +28,7 @@ fn main() {
     let train = Splits::load(3).unwrap_or_else(|e| panic!("{e}")).train;
 
     let mut g = TorchGenerator::manual_seed(2147483647);
-    let mut a = ModelA::new(Init::BatchNorm, &mut g);
+    let mut a = Mlp::new(LossLogRow::BatchNorm, &mut g);
     time("lecture 4 model A (rust)", || {
         let (xb, yb) = train.minibatch(&mut g, 32);
         let graph = Graph::new();
@@ -40,7 +40,7 @@ fn main() {
     });
 
     let mut g = TorchGenerator::manual_seed(2147483647);
-    let mut b = DeepNet::new(&mut g, true, 1.0);
+    let mut b = TorchifiedMlp::new(&mut g, true, 1.0);
     time("lecture 4 model B (rust)", || {
         let (xb, yb) = train.minibatch(&mut g, 32);
         let graph = Graph::new();

@@ -1,9 +1,141 @@
 //! The lecture's diagnostics: statistics and histograms of activations,
 //! gradients and weights, and the update:data ratio over time (cells 15–18).
 
+use crate::torchified::TorchifiedMlp;
+use autograd::{Grads, Graph, Params};
 use plotters::prelude::*;
 use std::path::Path;
 use tensor::Tensor;
+
+/// One tanh layer's output and the loss's gradient with respect to it.
+pub struct TanhStats {
+    /// The layer's index in the stack.
+    pub layer: usize,
+    /// `layer.out`.
+    pub out: Tensor,
+    /// `layer.out.grad`.
+    pub grad: Tensor,
+}
+
+/// One 2-D parameter's shape, value and gradient.
+pub struct WeightStats {
+    /// `p.shape`.
+    pub shape: Vec<usize>,
+    /// `p.data`.
+    pub value: Tensor,
+    /// `p.grad`.
+    pub grad: Tensor,
+}
+
+/// What the lecture's first three visualisations look at after one step.
+pub struct Snapshot {
+    /// Every hidden tanh layer (the output layer has none).
+    pub tanh: Vec<TanhStats>,
+    /// Every 2-D parameter.
+    pub weights: Vec<WeightStats>,
+}
+
+/// Every 2-D parameter with its gradient (viz #3: `if p.ndim == 2`).
+pub fn weight_stats(params: &Params) -> Vec<WeightStats> {
+    params
+        .iter()
+        .filter(|(_, p)| p.value.ndim() == 2)
+        .map(|(_, p)| WeightStats {
+            shape: p.value.shape().to_vec(),
+            value: p.value.clone(),
+            grad: p.grad.clone().expect("grad"),
+        })
+        .collect()
+}
+
+/// One forward/backward pass of `net` on a minibatch, keeping the tanh
+/// outputs' gradients (`retain_grad`); the parameters' gradients go into `p.grad`.
+pub fn snapshot_step(net: &mut TorchifiedMlp, xb: &[usize], yb: &[usize]) -> (f32, Snapshot) {
+    let tanh = net.tanh_layers();
+    let graph = Graph::new();
+    let outs = net.forward_traced(&graph, xb);
+    let loss = outs.last().expect("layers").cross_entropy(yb);
+    let kept: Vec<_> = tanh.iter().map(|&i| outs[i].retain_grad()).collect();
+    net.params.zero_grad();
+    let grads: Grads = loss.backward_into(&mut net.params);
+    let tanh = tanh
+        .iter()
+        .zip(&kept)
+        .map(|(&layer, v)| TanhStats {
+            layer,
+            out: v.value(),
+            grad: grads.of(*v).expect("retained").clone(),
+        })
+        .collect();
+    let weights = weight_stats(&net.params);
+    (loss.item(), Snapshot { tanh, weights })
+}
+
+/// Prints what cells 15–17 print: each tanh layer's mean, std and saturation,
+/// its gradient's mean and std, and each weight's grad:data ratio.
+pub fn print_snapshot(snap: &Snapshot) {
+    for t in &snap.tanh {
+        let (m, s) = mean_std(&t.out);
+        let sat = saturated_percent(&t.out);
+        println!(
+            "layer {} ({:>10}): mean {m:+.2}, std {s:.2}, saturated: {sat:.2}%",
+            t.layer, "Tanh"
+        );
+    }
+    for t in &snap.tanh {
+        let (m, s) = mean_std(&t.grad);
+        println!(
+            "layer {} ({:>10}): grad mean {m:+.6}, std {s:e}",
+            t.layer, "Tanh"
+        );
+    }
+    for w in &snap.weights {
+        let (m, s) = mean_std(&w.grad);
+        println!(
+            "weight {:>10} | mean {m:+.6} | std {s:e} | grad:data ratio {:e}",
+            format!("{:?}", w.shape),
+            s / mean_std(&w.value).1
+        );
+    }
+}
+
+/// Writes the three histograms of a snapshot: `{prefix}activations.png`,
+/// `{prefix}gradients.png` and `{prefix}weight-gradients.png`.
+pub fn plot_snapshot(out: &Path, prefix: &str, title: &str, snap: &Snapshot) -> Result<(), String> {
+    let hist = |of: fn(&TanhStats) -> &Tensor| -> Vec<Series> {
+        snap.tanh
+            .iter()
+            .map(|t| (format!("layer {} (Tanh)", t.layer), histogram(of(t), 100)))
+            .collect()
+    };
+    line_plot(
+        &out.join(format!("{prefix}activations.png")),
+        &format!("{title}activation distribution"),
+        "tanh output",
+        &hist(|t| &t.out),
+        None,
+    )?;
+    line_plot(
+        &out.join(format!("{prefix}gradients.png")),
+        &format!("{title}gradient distribution"),
+        "gradient of tanh output",
+        &hist(|t| &t.grad),
+        None,
+    )?;
+    let weights: Vec<Series> = snap
+        .weights
+        .iter()
+        .enumerate()
+        .map(|(k, w)| (format!("{k} {:?}", w.shape), histogram(&w.grad, 100)))
+        .collect();
+    line_plot(
+        &out.join(format!("{prefix}weight-gradients.png")),
+        &format!("{title}weights gradient distribution"),
+        "gradient",
+        &weights,
+        None,
+    )
+}
 
 /// Mean and unbiased standard deviation (`t.mean()`, `t.std()`).
 pub fn mean_std(t: &Tensor) -> (f64, f64) {

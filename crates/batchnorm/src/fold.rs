@@ -6,7 +6,9 @@
 //! Linear layer with a bias, and no batch norm left at inference.
 
 use crate::nn::{BatchNorm1d, Linear};
+use crate::torchified::TorchifiedMlp;
 use autograd::Params;
+use data::makemore::Dataset;
 use tensor::Tensor;
 
 // ANCHOR: fold
@@ -41,6 +43,74 @@ pub fn fold(linear: &Linear, bn: &BatchNorm1d, params: &Params) -> (Tensor, Tens
     )
 }
 // ANCHOR_END: fold
+
+// ANCHOR: e02
+/// E02 on the trained torchified net: folds every `Linear → BatchNorm1d` pair
+/// and runs the folded network (Linear with bias, Tanh) over `val`. Returns
+/// how many pairs were folded and the largest logit difference from the net in
+/// evaluation mode.
+pub fn folded_logits_gap(net: &TorchifiedMlp, val: &Dataset) -> Result<(usize, f32), String> {
+    let layers = &net.layers.layers;
+    let mut folded = Vec::new();
+    let mut k = 0;
+    while k < layers.len() {
+        let linear = layers[k]
+            .as_any()
+            .downcast_ref::<Linear>()
+            .ok_or("E02: expected a Linear")?;
+        let bn = layers[k + 1]
+            .as_any()
+            .downcast_ref::<BatchNorm1d>()
+            .ok_or("E02: expected a BatchNorm1d")?;
+        folded.push(fold(linear, bn, &net.params));
+        k += if k + 2 < layers.len() { 3 } else { 2 };
+    }
+    let (xv, _) = val.range(0, val.len());
+    let n = val.len();
+    let reference = eval_logits(net, &xv);
+    let c = net.params.value(net.c);
+    let mut x = c.index_rows(&xv, &[n, 3]).reshape(&[n, 30]); // (N, 30)
+    for (j, (w, b)) in folded.iter().enumerate() {
+        x = x.matmul(w).add(b); // (N, fan_out)
+        if j + 1 < folded.len() {
+            x = x.tanh();
+        }
+    }
+    let gap = x
+        .sub(&reference)
+        .to_vec()
+        .iter()
+        .fold(0.0f32, |m, d| m.max(d.abs()));
+    Ok((folded.len(), gap))
+}
+// ANCHOR_END: e02
+
+/// The torchified net's logits in evaluation mode, computed from a shared
+/// reference (in evaluation mode batch norm changes no state).
+fn eval_logits(net: &TorchifiedMlp, xb: &[usize]) -> Tensor {
+    let n = xb.len() / 3;
+    let mut x = net
+        .params
+        .value(net.c)
+        .index_rows(xb, &[n, 3])
+        .reshape(&[n, 30]); // (N, 30)
+    for layer in &net.layers.layers {
+        x = if let Some(l) = layer.as_any().downcast_ref::<Linear>() {
+            x.matmul(net.params.value(l.weight)) // (N, fan_out)
+        } else if let Some(bn) = layer.as_any().downcast_ref::<BatchNorm1d>() {
+            let xhat = x
+                .sub(&bn.running_mean)
+                .div(&bn.running_var.add_scalar(bn.eps).sqrt());
+            net.params
+                .value(bn.gamma)
+                .mul(&xhat)
+                .add(net.params.value(bn.beta)) // (N, fan_out)
+        } else {
+            x.tanh()
+        };
+    }
+    x
+}
 
 #[cfg(test)]
 mod tests {

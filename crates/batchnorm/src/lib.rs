@@ -5,7 +5,7 @@
 //! step, then adds batch norm, then rewrites the network as `torch.nn`-style
 //! modules and looks inside a deep one with histograms.
 //!
-//! - **Model A** ([`model_a`]): embedding 10, hidden 200, `W1·(5/3)/√30`, no
+//! - **Model A** ([`mlp`]): embedding 10, hidden 200, `W1·(5/3)/√30`, no
 //!   `b1`, `W2·0.01`, `b2·0`, one hand-written batch norm (unbiased std, no
 //!   epsilon, running mean/std at momentum 0.001): 12,097 parameters. Targets:
 //!   step-0 minibatch loss **3.3238626** (PyTorch, same draws; exact); after
@@ -18,7 +18,7 @@
 //! - **Gain experiments**: the deep Linear/Tanh stack without batch norm at
 //!   gains 1, 5/3 and 3: activation and gradient statistics at init, checked
 //!   against PyTorch. Exercise **E01**: an all-zero init trains only `b2`.
-//! - **Model B** ([`deep`]): `Linear`/`BatchNorm1d`/`Tanh` modules ([`nn`]), five
+//! - **Model B** ([`torchified`]): `Linear`/`BatchNorm1d`/`Tanh` modules ([`nn`]), five
 //!   hidden layers of 100, then Linear + BatchNorm to 27 with gamma·0.1: 47,024
 //!   parameters. Step-0 loss **3.2870309** (exact). The lecture runs 1,001 steps:
 //!   train 2.4003 / val 2.3982, tanh std 0.63–0.65, saturation 1.7–2.8%, weight
@@ -33,11 +33,12 @@
 //! `cargo run --release -p batchnorm -- lecture --out runs/lecture-04`.
 #![deny(missing_docs)]
 
-pub mod deep;
 pub mod diagnostics;
 pub mod fold;
-pub mod model_a;
+pub mod mlp;
 pub mod nn;
+pub mod torchified;
+pub mod train;
 
 use autograd::{Graph, Var};
 use tensor::rng::TorchGenerator;

@@ -3,8 +3,8 @@
 //! Needs the data: set ZTH_DATA or run `cargo xtask data`.
 
 use autograd::{Graph, Sgd};
-use batchnorm::deep::DeepNet;
-use batchnorm::model_a::{Init, ModelA};
+use batchnorm::mlp::{LossLogRow, Mlp};
+use batchnorm::torchified::TorchifiedMlp;
 use data::makemore::Splits;
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
@@ -30,7 +30,7 @@ fn model_a_first_five_steps_and_running_stats_match_pytorch() {
     let f = fixture();
     let train = splits().train;
     let mut g = TorchGenerator::manual_seed(2147483647);
-    let mut model = ModelA::new(Init::BatchNorm, &mut g);
+    let mut model = Mlp::new(LossLogRow::BatchNorm, &mut g);
     assert_eq!(model.params.count(), 12_097);
     for (i, want) in floats(&f["model_a"]["losses"]).into_iter().enumerate() {
         let (xb, yb) = train.minibatch(&mut g, 32);
@@ -67,7 +67,7 @@ fn model_b_first_five_steps_match_pytorch() {
     let f = fixture();
     let train = splits().train;
     let mut g = TorchGenerator::manual_seed(2147483647);
-    let mut net = DeepNet::new(&mut g, true, 1.0);
+    let mut net = TorchifiedMlp::new(&mut g, true, 1.0);
     assert_eq!(net.params.count(), 47_024);
     for (i, want) in floats(&f["model_b"]["losses"]).into_iter().enumerate() {
         let (xb, yb) = train.minibatch(&mut g, 32);
@@ -88,11 +88,11 @@ fn model_b_first_five_steps_match_pytorch() {
 #[test]
 fn ladder_rows_have_the_lectures_parameter_counts() {
     let count = |init| {
-        ModelA::new(init, &mut TorchGenerator::manual_seed(1))
+        Mlp::new(init, &mut TorchGenerator::manual_seed(1))
             .params
             .count()
     };
-    assert_eq!(count(Init::Original), 11_897);
-    assert_eq!(count(Init::Kaiming), 11_897);
-    assert_eq!(count(Init::BatchNorm), 12_097);
+    assert_eq!(count(LossLogRow::Original), 11_897);
+    assert_eq!(count(LossLogRow::Kaiming), 11_897);
+    assert_eq!(count(LossLogRow::BatchNorm), 12_097);
 }

@@ -1,6 +1,6 @@
 //! Model A: the lecture-3 MLP fixed step by step, ending with one hand-written batch norm.
 //!
-//! Each [`Init`] is one row of the lecture's "loss log" (cell[11]); [`Init::BatchNorm`]
+//! Each [`LossLogRow`] is one row of the lecture's "loss log" (cell[11]); [`LossLogRow::BatchNorm`]
 //! is the main run (cell[6], cell[7]): `W1·(5/3)/√30` and no `b1`, `W2·0.01`,
 //! `b2·0`, and a batch norm with the **unbiased** standard deviation, **no
 //! epsilon**, and running mean and std at momentum 0.001.
@@ -11,7 +11,7 @@ use tensor::Tensor;
 
 /// One row of the lecture's loss log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Init {
+pub enum LossLogRow {
     /// Lecture 3's net: plain `randn` for every tensor (11,897 parameters).
     Original,
     /// "fix softmax confidently wrong": `W2·0.01`, `b2·0`.
@@ -24,35 +24,35 @@ pub enum Init {
     BatchNorm,
 }
 
-impl Init {
+impl LossLogRow {
     /// Every row, in the lecture's order.
-    pub const ALL: [Init; 5] = [
-        Init::Original,
-        Init::FixSoftmax,
-        Init::FixTanh,
-        Init::Kaiming,
-        Init::BatchNorm,
+    pub const ALL: [LossLogRow; 5] = [
+        LossLogRow::Original,
+        LossLogRow::FixSoftmax,
+        LossLogRow::FixTanh,
+        LossLogRow::Kaiming,
+        LossLogRow::BatchNorm,
     ];
 
     /// The row's label in the loss log.
     pub fn label(self) -> &'static str {
         match self {
-            Init::Original => "original",
-            Init::FixSoftmax => "fix softmax confidently wrong",
-            Init::FixTanh => "fix tanh layer too saturated at init",
-            Init::Kaiming => "kaiming init instead of hacky init",
-            Init::BatchNorm => "add batch norm layer",
+            LossLogRow::Original => "original",
+            LossLogRow::FixSoftmax => "fix softmax confidently wrong",
+            LossLogRow::FixTanh => "fix tanh layer too saturated at init",
+            LossLogRow::Kaiming => "kaiming init instead of hacky init",
+            LossLogRow::BatchNorm => "add batch norm layer",
         }
     }
 
     /// The lecture's printed (train, val) for this row (part 3, cell[11]).
     pub fn lecture_losses(self) -> (f64, f64) {
         match self {
-            Init::Original => (2.1245384216308594, 2.168196439743042),
-            Init::FixSoftmax => (2.07, 2.13),
-            Init::FixTanh => (2.0355966091156006, 2.1026785373687744),
-            Init::Kaiming => (2.0376641750335693, 2.106989622116089),
-            Init::BatchNorm => (2.0668270587921143, 2.104844808578491),
+            LossLogRow::Original => (2.1245384216308594, 2.168196439743042),
+            LossLogRow::FixSoftmax => (2.07, 2.13),
+            LossLogRow::FixTanh => (2.0355966091156006, 2.1026785373687744),
+            LossLogRow::Kaiming => (2.0376641750335693, 2.106989622116089),
+            LossLogRow::BatchNorm => (2.0668270587921143, 2.104844808578491),
         }
     }
 }
@@ -67,7 +67,7 @@ pub const BLOCK_SIZE: usize = 3;
 pub const VOCAB: usize = 27;
 
 /// The MLP with an optional batch norm, its parameters and its running statistics.
-pub struct ModelA {
+pub struct Mlp {
     /// Every trainable tensor, in the lecture's `parameters` order.
     pub params: Params,
     c: ParamId,
@@ -83,44 +83,46 @@ pub struct ModelA {
     pub bnstd_running: Tensor,
 }
 
-impl ModelA {
+impl Mlp {
     // ANCHOR: init
     /// Draws the parameters from `g` in the lecture's order: C, W1, (b1), W2, b2.
-    pub fn new(init: Init, g: &mut TorchGenerator) -> ModelA {
+    pub fn new(init: LossLogRow, g: &mut TorchGenerator) -> Mlp {
         let fan_in = N_EMBD * BLOCK_SIZE;
         let mut params = Params::new();
         let c = params.add("C", g.randn(&[VOCAB, N_EMBD]));
         let w1 = g.randn(&[fan_in, N_HIDDEN]);
         let w1 = match init {
-            Init::Original | Init::FixSoftmax => w1,
-            Init::FixTanh => w1.mul_scalar(0.2),
+            LossLogRow::Original | LossLogRow::FixSoftmax => w1,
+            LossLogRow::FixTanh => w1.mul_scalar(0.2),
             // `* (5/3) / (30**0.5)`: two roundings, as Python evaluates it left to right.
-            Init::Kaiming | Init::BatchNorm => {
+            LossLogRow::Kaiming | LossLogRow::BatchNorm => {
                 let root = (fan_in as f64).sqrt() as f32;
                 w1.mul_scalar((5.0f64 / 3.0) as f32).map(|w| w / root)
             }
         };
         let w1 = params.add("W1", w1);
         let b1 = match init {
-            Init::BatchNorm => None, // "useless because of BN"
-            Init::Original | Init::FixSoftmax => Some(g.randn(&[N_HIDDEN])),
-            Init::FixTanh | Init::Kaiming => Some(g.randn(&[N_HIDDEN]).mul_scalar(0.01)),
+            LossLogRow::BatchNorm => None, // "useless because of BN"
+            LossLogRow::Original | LossLogRow::FixSoftmax => Some(g.randn(&[N_HIDDEN])),
+            LossLogRow::FixTanh | LossLogRow::Kaiming => {
+                Some(g.randn(&[N_HIDDEN]).mul_scalar(0.01))
+            }
         }
         .map(|b| params.add("b1", b));
         let (w2, b2) = (g.randn(&[N_HIDDEN, VOCAB]), g.randn(&[VOCAB]));
         let (w2, b2) = match init {
-            Init::Original => (w2, b2),
+            LossLogRow::Original => (w2, b2),
             _ => (w2.mul_scalar(0.01), b2.mul_scalar(0.0)),
         };
         let w2 = params.add("W2", w2);
         let b2 = params.add("b2", b2);
-        let bn = (init == Init::BatchNorm).then(|| {
+        let bn = (init == LossLogRow::BatchNorm).then(|| {
             (
                 params.add("bngain", Tensor::ones(&[1, N_HIDDEN])),
                 params.add("bnbias", Tensor::zeros(&[1, N_HIDDEN])),
             )
         });
-        ModelA {
+        Mlp {
             params,
             c,
             w1,

@@ -23,7 +23,7 @@ pub const VOCAB: usize = 27;
 pub const DEPTH: usize = 5;
 
 /// The embedding table and the layer stack.
-pub struct DeepNet {
+pub struct TorchifiedMlp {
     /// `[C] + [p for layer in layers for p in layer.parameters()]`.
     pub params: Params,
     /// The embedding table, `(27, 10)`.
@@ -32,11 +32,11 @@ pub struct DeepNet {
     pub layers: Sequential,
 }
 
-impl DeepNet {
+impl TorchifiedMlp {
     // ANCHOR: model_b
     /// Draws `C` and then each Linear's weight from `g`, in the lecture's order.
     /// `gain` multiplies every Linear weight but the last (the lecture's `5/3` experiments).
-    pub fn new(g: &mut TorchGenerator, batchnorm: bool, gain: f32) -> DeepNet {
+    pub fn new(g: &mut TorchGenerator, batchnorm: bool, gain: f32) -> TorchifiedMlp {
         let mut params = Params::new();
         let c = params.add("C", g.randn(&[VOCAB, N_EMBD]));
         let mut layers: Vec<Box<dyn Module>> = Vec::new();
@@ -78,7 +78,7 @@ impl DeepNet {
             w.value = w.value.mul_scalar(0.1);
             layers.push(Box::new(last));
         }
-        DeepNet {
+        TorchifiedMlp {
             params,
             c,
             layers: Sequential::new(layers),
@@ -94,6 +94,15 @@ impl DeepNet {
             .index_rows(xb, &[b, BLOCK_SIZE]); // (B, 3, 10)
         let x = emb.reshape(&[b, BLOCK_SIZE * N_EMBD]); // (B, 30)
         self.layers.forward_traced(&self.params, x)
+    }
+
+    /// The indices of the Tanh layers in the stack (the lecture's `isinstance(layer, Tanh)`).
+    pub fn tanh_layers(&self) -> Vec<usize> {
+        let layers = self.layers.layers.iter().enumerate();
+        layers
+            .filter(|(_, l)| l.name() == "Tanh")
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// The logits `(B, 27)`.
