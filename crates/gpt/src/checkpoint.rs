@@ -7,8 +7,8 @@
 //! (`blocks.0.sa.heads.1.key.weight`). Files are written to a temporary name and
 //! renamed, so an interrupted save leaves the previous checkpoint intact.
 
-use crate::config::Config;
 use crate::data::CharVocab;
+use crate::stages::Config;
 use crate::train::Trainer;
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
@@ -117,11 +117,11 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
         serde_json::from_str(field("rng")?).map_err(|e| format!("bad rng metadata: {e}"))?;
     let rng = TorchGenerator::from_state(&words).map_err(|e| format!("bad rng metadata: {e}"))?;
     let vocab = CharVocab::from_chars(field("vocab")?.chars().collect());
-    if vocab.len() != cfg.vocab_size {
+    if vocab.len() != cfg.model.vocab_size() {
         return Err(format!(
             "vocab has {} characters but the config says {}",
             vocab.len(),
-            cfg.vocab_size
+            cfg.model.vocab_size()
         ));
     }
 

@@ -1,8 +1,7 @@
 //! Sampling text from a trained model, one character at a time.
 
-use crate::config::Config;
-use crate::model::Model;
-use crate::nn::Fwd;
+use crate::nn::ForwardPass;
+use crate::stages::Model;
 use autograd::{Graph, Params};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -32,7 +31,6 @@ impl Default for SampleOptions {
 /// with `torch.multinomial`, append, repeat. Returns the context plus the new ids.
 pub fn generate(
     model: &Model,
-    cfg: &Config,
     params: &Params,
     rng: &mut TorchGenerator,
     context: &[usize],
@@ -41,12 +39,12 @@ pub fn generate(
 ) -> Vec<usize> {
     let mut idx = context.to_vec();
     for _ in 0..max_new_tokens {
-        let start = idx.len().saturating_sub(model.block_size(cfg));
+        let start = idx.len().saturating_sub(model.block_size());
         let cond = &idx[start..]; // (1, T)
         let t = cond.len();
         let graph = Graph::no_grad();
-        let f = Fwd::eval(&graph, params);
-        let logits = model.forward(&f, cond, 1, t).value(); // (1, T, V)
+        let pass = ForwardPass::eval(&graph, params);
+        let logits = model.forward(&pass, cond, 1, t).value(); // (1, T, V)
         let v = logits.shape()[2];
         let mut last = logits.reshape(&[t, v]).narrow(0, t - 1, 1).to_vec(); // (V,)
         if opts.temperature != 1.0 {

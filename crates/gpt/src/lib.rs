@@ -24,23 +24,25 @@
 //! lecture's number, and within 1e-4 (layernorm 5e-4) of PyTorch running the same
 //! seeded code (`tests/fixtures/stages.py --train`); exact parameter counts.
 //!
-//! Layout: [`data`] (vocabulary, split, `get_batch`), [`nn`] (one small type
-//! per layer), [`model`] (the three model families), [`train`] (the loop),
-//! [`generate`] (sampling), [`checkpoint`] (safetensors), [`trick`] (the
-//! mathematical trick of self-attention and why attention is scaled).
+//! Layout: [`data`] (vocabulary, split, `get_batch`), [`trick`] (the
+//! mathematical trick of self-attention and why attention is scaled),
+//! [`video`] (the video's models, stage by stage), [`model`] (nanoGPT's
+//! `model.py` in one file), [`nn`] (PyTorch's `Linear`, `Embedding`, dropout),
+//! [`stages`] (each stage's named configuration), [`train`] (the loop),
+//! [`generate`] (sampling), [`checkpoint`] (safetensors).
 #![deny(missing_docs)]
 
 pub mod checkpoint;
-pub mod config;
 pub mod data;
 pub mod generate;
 pub mod model;
 pub mod nn;
+pub mod stages;
 pub mod train;
 pub mod trick;
+pub mod video;
 
-pub use config::{Arch, Config, Stage};
 pub use data::{CharVocab, Shakespeare, Split};
 pub use generate::{generate, SampleOptions};
-pub use model::Model;
-pub use train::{Eval, Trainer};
+pub use stages::{Config, Model, ModelConfig, Stage, TrainConfig};
+pub use train::{train, Eval, Trained, Trainer};

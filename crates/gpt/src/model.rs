@@ -1,219 +1,220 @@
-//! The three model families of the lecture, built from the layers in [`crate::nn`].
+//! nanoGPT's `model.py` (karpathy/nanoGPT at 3adf61e), in its order:
+//! `LayerNorm`, `CausalSelfAttention`, `MLP`, `Block`, `GPTConfig`, `GPT`.
+//!
+//! The lecture ends by pointing at it: the same decoder-only Transformer as
+//! the video's `gpt.py`, with the heads batched into one product (exercise
+//! EX1), GELU, pre-LayerNorm without biases, and the LM head tied to the token
+//! embedding. Stage `cpu` trains it with nanoGPT's CPU recipe, and lecture 9's
+//! GPT-2 is this file at GPT-2's sizes. `nn.Linear` and `nn.Embedding` are
+//! PyTorch's own modules: here they are [`crate::nn`]'s.
 
-use crate::config::{Arch, Config, Stage};
-use crate::nn::{
-    Block, Embedding, FeedForward, Fwd, Init, LayerNorm, Linear, MultiHeadAttention, NanoBlock,
-};
-use autograd::{Params, Var};
-use tensor::rng::TorchGenerator;
+use crate::nn::{future_mask, Embedding, ForwardPass, Init, Linear};
+use autograd::{ParamId, Var};
+use serde::{Deserialize, Serialize};
+use tensor::Tensor;
 
-/// bigram.py's model: each token reads the logits of the next one off a table.
+// ANCHOR: layer_norm
+/// LayerNorm with an optional bias (PyTorch's had no `bias=False` when nanoGPT
+/// was written); eps 1e-5.
 #[derive(Clone, Debug)]
-pub struct Bigram {
-    /// `nn.Embedding(vocab, vocab)`.
-    pub token_embedding_table: Embedding,
+pub struct LayerNorm {
+    /// `(ndim,)`, ones at init.
+    pub weight: ParamId,
+    /// `(ndim,)`, zeros at init, if the layer has a bias.
+    pub bias: Option<ParamId>,
 }
 
-/// What sits between the embeddings and the head in the video's model.
-#[derive(Clone, Debug)]
-pub enum Body {
-    /// Attention (one head or several side by side), then optionally a
-    /// feed-forward layer, with no residual connections (stages
-    /// `self-attention`, `multi-head`, `feed-forward`).
-    Attention {
-        /// The heads.
-        sa: MultiHeadAttention,
-        /// `FeedFoward(n_embd)`, in the `feed-forward` stage.
-        ffwd: Option<FeedForward>,
-    },
-    /// A stack of residual blocks (stages `blocks`, `layernorm`, `full`).
-    Blocks(Vec<Block>),
-}
+impl LayerNorm {
+    /// `LayerNorm(ndim, bias)`; draws nothing from the generator.
+    pub fn new(init: &mut Init, name: &str, ndim: usize, bias: bool) -> LayerNorm {
+        let weight = init
+            .params
+            .add(&format!("{name}.weight"), Tensor::ones(&[ndim]));
+        let bias = bias.then(|| {
+            init.params
+                .add(&format!("{name}.bias"), Tensor::zeros(&[ndim]))
+        });
+        LayerNorm { weight, bias }
+    }
 
-/// The video's `BigramLanguageModel` once it has attention (v2.py, later gpt.py).
-#[derive(Clone, Debug)]
-pub struct VideoGpt {
-    /// `nn.Embedding(vocab, n_embd)`.
-    pub token_embedding_table: Embedding,
-    /// `nn.Embedding(block_size, n_embd)`.
-    pub position_embedding_table: Embedding,
-    /// Attention and feed-forward.
-    pub body: Body,
-    /// The final `nn.LayerNorm(n_embd)` (`layernorm` stage on).
-    pub ln_f: Option<LayerNorm>,
-    /// `nn.Linear(n_embd, vocab)`.
-    pub lm_head: Linear,
+    /// `(…, C) -> (…, C)`: each position normalised over its features.
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+        let bias = self.bias.map(|b| pass.param(b)); // (C,)
+        x.layer_norm(Some(pass.param(self.weight)), bias, 1e-5) // (…, C)
+    }
 }
+// ANCHOR_END: layer_norm
 
-/// nanoGPT's `GPT` with `bias=False` and the LM head tied to the token embedding.
+/// Multi-head causal self-attention with the heads as a batch axis: q, k and v
+/// of every head come from one product (`c_attn`), and attention is one
+/// batched product over `(B, nh)`.
 #[derive(Clone, Debug)]
-pub struct NanoGpt {
-    /// `wte`: token embeddings, also the LM head's weight.
-    pub wte: Embedding,
-    /// `wpe`: position embeddings.
-    pub wpe: Embedding,
-    /// `h`: the blocks.
-    pub h: Vec<NanoBlock>,
-    /// The final LayerNorm.
-    pub ln_f: LayerNorm,
-    /// `lm_head`, whose weight is `wte`'s.
-    pub lm_head: Linear,
-    /// Dropout on the embeddings.
+pub struct CausalSelfAttention {
+    /// `nn.Linear(C, 3C)`: key, query, value projections for all heads.
+    pub c_attn: Linear,
+    /// `nn.Linear(C, C)`: the output projection (scaled init).
+    pub c_proj: Linear,
+    /// Number of heads.
+    pub n_head: usize,
+    /// Dropout on the attention weights and after the projection.
     pub dropout: f32,
 }
 
-/// A model of any stage.
+impl CausalSelfAttention {
+    /// Draws `c_attn` then `c_proj`.
+    pub fn new(init: &mut Init, name: &str, config: &GptConfig) -> CausalSelfAttention {
+        let (c, bias) = (config.n_embd, config.bias);
+        assert!(
+            c.is_multiple_of(config.n_head),
+            "n_embd {c} is not a multiple of n_head {}",
+            config.n_head
+        );
+        CausalSelfAttention {
+            c_attn: Linear::new(init, &format!("{name}.c_attn"), c, 3 * c, bias),
+            c_proj: Linear::new(init, &format!("{name}.c_proj"), c, c, bias),
+            n_head: config.n_head,
+            dropout: config.dropout,
+        }
+    }
+
+    // ANCHOR: causal_self_attention
+    /// `(B, T, C) -> (B, T, C)`.
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+        let shape = x.shape();
+        let (b, t, c) = (shape[0], shape[1], shape[2]); // batch size, sequence length, n_embd
+        let (nh, hs) = (self.n_head, c / self.n_head);
+        let qkv = self.c_attn.forward(pass, x); // (B, T, 3C)
+        let heads = |i: usize| {
+            qkv.narrow(-1, i * c, c) // (B, T, C)
+                .reshape(&[b, t, nh, hs]) // (B, T, nh, hs)
+                .transpose(1, 2) // (B, nh, T, hs)
+        };
+        let (q, k, v) = (heads(0), heads(1), heads(2)); // each (B, nh, T, hs)
+        let att = q.matmul(k.transpose(-2, -1)) * (1.0 / (hs as f64).sqrt()) as f32; // (B, nh, T, T)
+        let att = att.masked_fill(&future_mask(t), f32::NEG_INFINITY); // (B, nh, T, T)
+        let att = att.softmax(-1); // (B, nh, T, T)
+        let att = pass.dropout(att, self.dropout); // (B, nh, T, T)
+        let y = att.matmul(v); // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
+        let y = y.transpose(1, 2).reshape(&[b, t, c]); // (B, T, C): heads side by side again
+        pass.dropout(self.c_proj.forward(pass, y), self.dropout) // (B, T, C)
+    }
+    // ANCHOR_END: causal_self_attention
+}
+
+/// The per-position MLP: `c_fc` to 4C, GELU, `c_proj` back to C.
 #[derive(Clone, Debug)]
-pub enum Model {
-    /// Stage `bigram`.
-    Bigram(Bigram),
-    /// Stages `self-attention` to `full`.
-    Video(VideoGpt),
-    /// Stage `cpu`.
-    Nano(NanoGpt),
+pub struct Mlp {
+    /// `nn.Linear(C, 4C)`.
+    pub c_fc: Linear,
+    /// `nn.Linear(4C, C)` (scaled init).
+    pub c_proj: Linear,
+    /// Dropout after the projection.
+    pub dropout: f32,
 }
 
-impl Model {
-    /// Builds the model of `cfg` into `params`, drawing its initial values from
-    /// `rng` in the order the stage's PyTorch code constructs its modules.
-    pub fn build(cfg: &Config, params: &mut Params, rng: &mut TorchGenerator) -> Model {
-        let mut init = Init::new(params, rng);
-        let (v, c, t) = (cfg.vocab_size, cfg.n_embd, cfg.block_size);
-        match cfg.arch {
-            Arch::Bigram => Model::Bigram(Bigram {
-                token_embedding_table: Embedding::new(&mut init, "token_embedding_table", v, v),
-            }),
-            Arch::Video(stage) => {
-                let scale = if cfg.head_size_scale {
-                    ((c / cfg.n_head) as f64).powf(-0.5)
-                } else {
-                    (c as f64).powf(-0.5) // the video's C**-0.5, C = n_embd
-                } as f32;
-                let token_embedding_table =
-                    Embedding::new(&mut init, "token_embedding_table", v, c);
-                let position_embedding_table =
-                    Embedding::new(&mut init, "position_embedding_table", t, c);
-                let (body, ln_f) = match stage {
-                    Stage::SelfAttention | Stage::MultiHead | Stage::FeedForward => {
-                        let hs = c / cfg.n_head;
-                        let sa = MultiHeadAttention::new(
-                            &mut init,
-                            "sa",
-                            c,
-                            cfg.n_head,
-                            hs,
-                            scale,
-                            false,
-                            cfg.dropout,
-                        );
-                        let ffwd = (stage == Stage::FeedForward)
-                            .then(|| FeedForward::new(&mut init, "ffwd", c, c, false, cfg.dropout));
-                        (Body::Attention { sa, ffwd }, None)
-                    }
-                    _ => {
-                        let layer_norm = stage != Stage::Blocks;
-                        let blocks = (0..cfg.n_layer)
-                            .map(|i| {
-                                Block::new(
-                                    &mut init,
-                                    &format!("blocks.{i}"),
-                                    c,
-                                    cfg.n_head,
-                                    scale,
-                                    layer_norm,
-                                    cfg.dropout,
-                                )
-                            })
-                            .collect();
-                        let ln_f = layer_norm.then(|| LayerNorm::new(&mut init, "ln_f", c, true));
-                        (Body::Blocks(blocks), ln_f)
-                    }
-                };
-                let lm_head = Linear::new(&mut init, "lm_head", c, v, true);
-                if cfg.head_size_scale {
-                    init.normal_reinit(0.02);
-                }
-                Model::Video(VideoGpt {
-                    token_embedding_table,
-                    position_embedding_table,
-                    body,
-                    ln_f,
-                    lm_head,
-                })
-            }
-            Arch::Nano => Model::Nano(NanoGpt::build(cfg, &mut init)),
+impl Mlp {
+    /// Draws `c_fc` then `c_proj`.
+    pub fn new(init: &mut Init, name: &str, config: &GptConfig) -> Mlp {
+        let (c, bias) = (config.n_embd, config.bias);
+        Mlp {
+            c_fc: Linear::new(init, &format!("{name}.c_fc"), c, 4 * c, bias),
+            c_proj: Linear::new(init, &format!("{name}.c_proj"), 4 * c, c, bias),
+            dropout: config.dropout,
         }
     }
 
-    /// The longest context the model reads.
-    pub fn block_size(&self, cfg: &Config) -> usize {
-        match self {
-            Model::Bigram(_) => usize::MAX,
-            _ => cfg.block_size,
-        }
+    // ANCHOR: mlp
+    /// `(B, T, C) -> (B, T, C)`.
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+        let h = self.c_fc.forward(pass, x).gelu(); // (B, T, 4C)
+        pass.dropout(self.c_proj.forward(pass, h), self.dropout) // (B, T, C)
     }
-
-    // ANCHOR: forward
-    /// `idx` `(B, T)` row-major -> logits `(B, T, vocab)`.
-    pub fn forward<'g>(&self, f: &Fwd<'g>, idx: &[usize], b: usize, t: usize) -> Var<'g> {
-        match self {
-            Model::Bigram(m) => m.token_embedding_table.forward(f, idx, &[b, t]), // (B, T, V)
-            Model::Video(m) => {
-                let positions: Vec<usize> = (0..t).collect();
-                let tok_emb = m.token_embedding_table.forward(f, idx, &[b, t]); // (B, T, C)
-                let pos_emb = m.position_embedding_table.forward(f, &positions, &[t]); // (T, C)
-                let mut x = tok_emb + pos_emb; // (B, T, C)
-                match &m.body {
-                    Body::Attention { sa, ffwd } => {
-                        x = sa.forward(f, x); // (B, T, C)
-                        if let Some(ffwd) = ffwd {
-                            x = ffwd.forward(f, x); // (B, T, C)
-                        }
-                    }
-                    Body::Blocks(blocks) => {
-                        for block in blocks {
-                            x = block.forward(f, x); // (B, T, C)
-                        }
-                    }
-                }
-                if let Some(ln) = &m.ln_f {
-                    x = ln.forward(f, x); // (B, T, C)
-                }
-                m.lm_head.forward(f, x) // (B, T, V)
-            }
-            Model::Nano(m) => m.forward(f, idx, b, t),
-        }
-    }
-    // ANCHOR_END: forward
-
-    // ANCHOR: loss
-    /// The mean cross-entropy of the logits against the targets `y` `(B, T)`.
-    pub fn loss<'g>(&self, f: &Fwd<'g>, x: &[usize], y: &[usize], b: usize, t: usize) -> Var<'g> {
-        let logits = self.forward(f, x, b, t); // (B, T, V)
-        let v = logits.shape()[2];
-        logits.reshape(&[b * t, v]).cross_entropy(y) // scalar
-    }
-    // ANCHOR_END: loss
+    // ANCHOR_END: mlp
 }
 
-impl NanoGpt {
-    fn build(cfg: &Config, init: &mut Init) -> NanoGpt {
-        let (v, c, t) = (cfg.vocab_size, cfg.n_embd, cfg.block_size);
+/// A Transformer block: communication (attention) then computation (the MLP),
+/// each on a LayerNorm of the residual stream and added back to it.
+#[derive(Clone, Debug)]
+pub struct Block {
+    /// Before attention.
+    pub ln_1: LayerNorm,
+    /// All heads in one batched product.
+    pub attn: CausalSelfAttention,
+    /// Before the MLP.
+    pub ln_2: LayerNorm,
+    /// The GELU MLP.
+    pub mlp: Mlp,
+}
+
+impl Block {
+    /// In `Block.__init__` order: ln_1, attn, ln_2, mlp.
+    pub fn new(init: &mut Init, name: &str, config: &GptConfig) -> Block {
+        Block {
+            ln_1: LayerNorm::new(init, &format!("{name}.ln_1"), config.n_embd, config.bias),
+            attn: CausalSelfAttention::new(init, &format!("{name}.attn"), config),
+            ln_2: LayerNorm::new(init, &format!("{name}.ln_2"), config.n_embd, config.bias),
+            mlp: Mlp::new(init, &format!("{name}.mlp"), config),
+        }
+    }
+
+    // ANCHOR: block
+    /// `(B, T, C) -> (B, T, C)`.
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+        let x = x + self.attn.forward(pass, self.ln_1.forward(pass, x)); // (B, T, C)
+        x + self.mlp.forward(pass, self.ln_2.forward(pass, x)) // (B, T, C)
+    }
+    // ANCHOR_END: block
+}
+
+/// `GPTConfig`: the model's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GptConfig {
+    /// The longest context (T).
+    pub block_size: usize,
+    /// Tokens in the vocabulary.
+    pub vocab_size: usize,
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Heads per attention layer.
+    pub n_head: usize,
+    /// Width of the residual stream (C).
+    pub n_embd: usize,
+    /// Dropout probability while training.
+    pub dropout: f32,
+    /// Biases in the Linears and LayerNorms (GPT-2 has them; nanoGPT's recipes turn them off).
+    pub bias: bool,
+}
+
+/// `GPT`: embeddings, blocks, a final LayerNorm and the tied LM head.
+#[derive(Clone, Debug)]
+pub struct Gpt {
+    /// The model's shape.
+    pub config: GptConfig,
+    /// `transformer.wte`: token embeddings, also the LM head's weight.
+    pub wte: Embedding,
+    /// `transformer.wpe`: position embeddings.
+    pub wpe: Embedding,
+    /// `transformer.h`: the blocks.
+    pub h: Vec<Block>,
+    /// `transformer.ln_f`.
+    pub ln_f: LayerNorm,
+    /// `lm_head`, whose weight is `wte`'s.
+    pub lm_head: Linear,
+}
+
+impl Gpt {
+    // ANCHOR: init
+    /// Builds the modules in `GPT.__init__`'s order and then redraws the
+    /// weights as `self.apply(self._init_weights)` and the scaled init of the
+    /// residual projections do.
+    pub fn new(init: &mut Init, config: GptConfig) -> Gpt {
+        let (v, c) = (config.vocab_size, config.n_embd);
         let wte = Embedding::new(init, "transformer.wte", v, c);
-        let wpe = Embedding::new(init, "transformer.wpe", t, c);
-        let h: Vec<NanoBlock> = (0..cfg.n_layer)
-            .map(|i| {
-                NanoBlock::new(
-                    init,
-                    &format!("transformer.h.{i}"),
-                    c,
-                    cfg.n_head,
-                    false,
-                    cfg.dropout,
-                )
-            })
+        let wpe = Embedding::new(init, "transformer.wpe", config.block_size, c);
+        let h: Vec<Block> = (0..config.n_layer)
+            .map(|i| Block::new(init, &format!("transformer.h.{i}"), &config))
             .collect();
-        let ln_f = LayerNorm::new(init, "transformer.ln_f", c, false);
+        let ln_f = LayerNorm::new(init, "transformer.ln_f", c, config.bias);
         // nn.Linear(C, V, bias=False) draws its default init before `wte.weight =
         // lm_head.weight` ties the two; the draws are spent, the tensor is shared.
         let bound = Linear::default_bound(c);
@@ -226,33 +227,47 @@ impl NanoGpt {
         init.weights.push(wte.weight);
         init.normal_reinit(0.02);
         // Then every residual projection again, at 0.02/√(2·n_layer) (GPT-2's scaled init).
-        let std = (0.02 / (2.0 * cfg.n_layer as f64).sqrt()) as f32;
+        let std = (0.02 / (2.0 * config.n_layer as f64).sqrt()) as f32;
         for block in &h {
             for id in [block.attn.c_proj.weight, block.mlp.c_proj.weight] {
                 let shape = init.params.value(id).shape().to_vec();
                 init.params.get_mut(id).value = init.rng.normal(0.0, std, &shape);
             }
         }
-        NanoGpt {
+        Gpt {
+            config,
             wte,
             wpe,
             h,
             ln_f,
             lm_head,
-            dropout: cfg.dropout,
         }
     }
+    // ANCHOR_END: init
 
-    /// `idx` `(B, T)` -> logits `(B, T, vocab)`.
-    pub fn forward<'g>(&self, f: &Fwd<'g>, idx: &[usize], b: usize, t: usize) -> Var<'g> {
-        let positions: Vec<usize> = (0..t).collect();
-        let tok_emb = self.wte.forward(f, idx, &[b, t]); // (B, T, C)
-        let pos_emb = self.wpe.forward(f, &positions, &[t]); // (T, C)
-        let mut x = f.dropout(tok_emb + pos_emb, self.dropout); // (B, T, C)
+    // ANCHOR: forward
+    /// `idx` `(B, T)` row-major -> logits `(B, T, vocab)`.
+    pub fn forward<'g>(
+        &self,
+        pass: &ForwardPass<'g>,
+        idx: &[usize],
+        b: usize,
+        t: usize,
+    ) -> Var<'g> {
+        assert!(
+            t <= self.config.block_size,
+            "sequence of {t} tokens, block size {}",
+            self.config.block_size
+        );
+        let pos: Vec<usize> = (0..t).collect(); // (T,)
+        let tok_emb = self.wte.forward(pass, idx, &[b, t]); // (B, T, C)
+        let pos_emb = self.wpe.forward(pass, &pos, &[t]); // (T, C)
+        let mut x = pass.dropout(tok_emb + pos_emb, self.config.dropout); // (B, T, C)
         for block in &self.h {
-            x = block.forward(f, x); // (B, T, C)
+            x = block.forward(pass, x); // (B, T, C)
         }
-        let x = self.ln_f.forward(f, x); // (B, T, C)
-        self.lm_head.forward(f, x) // (B, T, V)
+        let x = self.ln_f.forward(pass, x); // (B, T, C)
+        self.lm_head.forward(pass, x) // (B, T, V)
     }
+    // ANCHOR_END: forward
 }

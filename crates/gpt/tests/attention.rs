@@ -2,8 +2,10 @@
 //! PyTorch running the lecture's notebook code (tests/fixtures/attention.py).
 
 use autograd::{Graph, Params};
-use gpt::nn::{CausalSelfAttention, Fwd, Head, Init, Linear};
+use gpt::model::{CausalSelfAttention, GptConfig};
+use gpt::nn::{ForwardPass, Init, Linear};
 use gpt::trick::{attention_head, average_loop, average_matmul, average_softmax, scaling_demo};
+use gpt::video::{Head, VideoBody, VideoConfig};
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -122,7 +124,8 @@ fn the_head_matches_torch_in_values_and_gradients() {
     let mut rng = TorchGenerator::manual_seed(1337);
     let head = {
         let mut init = Init::new(&mut params, &mut rng);
-        Head::new(&mut init, "head", 32, 8, (32f64).powf(-0.5) as f32, 0.0)
+        // The video's scale, C**-0.5 with C = n_embd = 32.
+        Head::new(&mut init, "head", &video_config(32, 4), 8)
     };
     assert_eq!(
         params.value(head.key.weight).to_vec(),
@@ -132,9 +135,9 @@ fn the_head_matches_torch_in_values_and_gradients() {
     let x = rng.randn(&[2, 8, 32]);
     let g = rng.randn(&[2, 8, 8]);
     let graph = Graph::new();
-    let f = Fwd::eval(&graph, &params);
+    let pass = ForwardPass::eval(&graph, &params);
     let xv = graph.leaf(x);
-    let out = head.forward(&f, xv); // (2, 8, 8)
+    let out = head.forward(&pass, xv); // (2, 8, 8)
     let loss = (out * graph.constant(g)).sum_all();
     let grads = loss.backward();
     assert_close("out", &out.value().to_vec(), &floats(&fx["out"]), 1e-5);
@@ -184,11 +187,24 @@ fn ex1_batched_heads_equal_separate_heads() {
     let mut params = Params::new();
     let mut rng = TorchGenerator::manual_seed(7);
     let mut init = Init::new(&mut params, &mut rng);
-    let scale = (hs as f64).powf(-0.5) as f32;
+    // head_size**-0.5, as CausalSelfAttention scales.
+    let video = VideoConfig {
+        head_size_scale: true,
+        ..video_config(c, nh)
+    };
     let heads: Vec<Head> = (0..nh)
-        .map(|h| Head::new(&mut init, &format!("h{h}"), c, hs, scale, 0.0))
+        .map(|h| Head::new(&mut init, &format!("h{h}"), &video, hs))
         .collect();
-    let csa = CausalSelfAttention::new(&mut init, "csa", c, nh, false, 0.0);
+    let gpt = GptConfig {
+        block_size: 5,
+        vocab_size: 1,
+        n_layer: 1,
+        n_head: nh,
+        n_embd: c,
+        dropout: 0.0,
+        bias: false,
+    };
+    let csa = CausalSelfAttention::new(&mut init, "csa", &gpt);
     let x = rng.randn(&[3, 5, c]);
     let rows = |pick: fn(&Head) -> &Linear| {
         let parts: Vec<Tensor> = heads
@@ -209,10 +225,24 @@ fn ex1_batched_heads_equal_separate_heads() {
         &[c, c],
     ); // identity projection
     let graph = Graph::no_grad();
-    let f = Fwd::eval(&graph, &params);
+    let pass = ForwardPass::eval(&graph, &params);
     let xv = graph.constant(x);
-    let separate: Vec<_> = heads.iter().map(|h| h.forward(&f, xv)).collect();
+    let separate: Vec<_> = heads.iter().map(|h| h.forward(&pass, xv)).collect();
     let separate = autograd::Var::concat(&separate, -1).value().to_vec();
-    let batched = csa.forward(&f, xv).value().to_vec();
+    let batched = csa.forward(&pass, xv).value().to_vec();
     assert_close("batched vs separate", &batched, &separate, 1e-5);
+}
+
+/// The video's hyperparameters with `n_embd` and `n_head`, no dropout.
+fn video_config(n_embd: usize, n_head: usize) -> VideoConfig {
+    VideoConfig {
+        vocab_size: 65,
+        block_size: 8,
+        n_embd,
+        n_head,
+        n_layer: 1,
+        dropout: 0.0,
+        body: VideoBody::Attention,
+        head_size_scale: false,
+    }
 }

@@ -1,7 +1,7 @@
 //! Each stage's parameter count, step-0 losses and first two training losses
 //! against PyTorch running the same stage (tests/fixtures/stages.py).
 
-use gpt::{Config, Shakespeare, Split, Stage, Trainer};
+use gpt::{Config, ModelConfig, Shakespeare, Split, Stage, Trainer};
 use serde_json::Value;
 
 fn fixture() -> Value {
@@ -18,7 +18,7 @@ fn check(stage: Stage, cfg: Config, key: &str) {
         "{key} params"
     );
     let mut prefetched = None;
-    if tr.cfg.nanogpt_loop {
+    if tr.cfg.train.nanogpt_loop {
         prefetched = Some(tr.get_batch(&data, Split::Train));
     }
     let e = tr.estimate_loss(&data);
@@ -37,8 +37,8 @@ fn check(stage: Stage, cfg: Config, key: &str) {
             Some(b) => b,
             None => tr.get_batch(&data, Split::Train),
         };
-        let loss = tr.step(&x, &y).unwrap();
-        if tr.cfg.nanogpt_loop {
+        let loss = tr.step(&x, &y);
+        if tr.cfg.train.nanogpt_loop {
             prefetched = Some(tr.get_batch(&data, Split::Train));
         }
         close(name, loss);
@@ -62,19 +62,17 @@ fn every_stage_starts_where_pytorch_does() {
 
 #[test]
 fn head_size_scale_starts_where_todays_gpt_py_does() {
-    let cfg = Config {
-        head_size_scale: true,
-        ..Config::for_stage(Stage::Layernorm)
-    };
+    let cfg = Config::for_stage(Stage::Layernorm).with_head_size_scale(true);
     check(Stage::Layernorm, cfg, "layernorm-head-size-scale");
 }
 
 #[test]
 fn dropout_draws_its_masks_in_pytorchs_order() {
-    let cfg = Config {
-        dropout: 0.2,
-        ..Config::for_stage(Stage::Layernorm)
+    let mut cfg = Config::for_stage(Stage::Layernorm);
+    let ModelConfig::Video(video) = &mut cfg.model else {
+        unreachable!("layernorm is one of the video's models")
     };
+    video.dropout = 0.2;
     check(Stage::Layernorm, cfg, "layernorm-dropout");
 }
 
@@ -82,6 +80,6 @@ fn dropout_draws_its_masks_in_pytorchs_order() {
 fn full_has_the_lectures_parameter_count() {
     let mut params = autograd::Params::new();
     let mut rng = tensor::rng::TorchGenerator::manual_seed(1337);
-    gpt::Model::build(&Config::for_stage(Stage::Full), &mut params, &mut rng);
+    gpt::Model::build(&Config::for_stage(Stage::Full).model, &mut params, &mut rng);
     assert_eq!(params.count(), 10_788_929);
 }

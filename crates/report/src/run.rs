@@ -95,6 +95,9 @@ pub enum LogEvery {
     /// The mean loss of each block of n steps, at the block's last step: the
     /// lectures' smoothed curves (`torch.tensor(lossi).view(-1, n).mean(1)`).
     Mean(usize),
+    /// No per-step rows: the loop logs its evaluations with [`Stage::log`], as
+    /// the scripts of lectures 7 and 9 print `estimate_loss()`.
+    Evaluations,
 }
 
 /// The bookkeeping of a training loop in progress (see [`Stage::observe`]).
@@ -169,6 +172,7 @@ impl Stage {
                     mean
                 })
             }
+            LogEvery::Evaluations => None,
         };
         if let Some(train) = row {
             self.log(step, train, None, Some(lr));

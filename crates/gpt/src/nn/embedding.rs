@@ -1,6 +1,6 @@
 //! `nn.Embedding`: a table of rows looked up by index (the lecture's `C[X]`).
 
-use super::{Fwd, Init};
+use super::{ForwardPass, Init};
 use autograd::{ParamId, Var};
 
 /// A lookup table of `num` vectors of width `dim`.
@@ -20,7 +20,12 @@ impl Embedding {
     }
 
     /// Rows `idx` of the table; `idx` has shape `idx_shape`, the result `idx_shape + (dim,)`.
-    pub fn forward<'g>(&self, f: &Fwd<'g>, idx: &[usize], idx_shape: &[usize]) -> Var<'g> {
-        f.p(self.weight).index_rows(idx, idx_shape)
+    pub fn forward<'g>(
+        &self,
+        pass: &ForwardPass<'g>,
+        idx: &[usize],
+        idx_shape: &[usize],
+    ) -> Var<'g> {
+        pass.param(self.weight).index_rows(idx, idx_shape)
     }
 }

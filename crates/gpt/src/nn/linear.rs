@@ -1,6 +1,6 @@
 //! `nn.Linear`: `y = x @ wᵀ + b`, for `x` of shape `(…, in)`; `w` is `(out, in)` as in PyTorch.
 
-use super::{Fwd, Init};
+use super::{ForwardPass, Init};
 use autograd::{ParamId, Var};
 
 /// A fully connected layer.
@@ -43,15 +43,15 @@ impl Linear {
     // ANCHOR: linear
     /// `(…, in) -> (…, out)`. The leading axes are flattened first, so the
     /// product (and its weight gradient) is one tall matrix product.
-    pub fn forward<'g>(&self, f: &Fwd<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
         let shape = x.shape();
         let fan_in = shape[shape.len() - 1];
         let rows = x.value().len() / fan_in.max(1);
-        let w = f.p(self.weight); // (out, in)
+        let w = pass.param(self.weight); // (out, in)
         let fan_out = w.shape()[0];
         let mut y = x.reshape(&[rows, fan_in]).matmul(w.transpose(0, 1)); // (N, out)
         if let Some(b) = self.bias {
-            y = y + f.p(b); // (N, out)
+            y = y + pass.param(b); // (N, out)
         }
         let mut out_shape = shape;
         *out_shape.last_mut().expect("at least one axis") = fan_out;

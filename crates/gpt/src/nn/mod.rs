@@ -1,25 +1,18 @@
-//! The layers, one small type per file, as in candle-nn.
+//! PyTorch's own building blocks: `nn.Linear`, `nn.Embedding`, dropout, the
+//! causal mask, and how a model is built ([`Init`]) and run ([`ForwardPass`]).
 //!
-//! Every layer is built the way its PyTorch module is constructed, drawing its
-//! initial values from the one generator in the same order as torch, so a model
-//! built here starts from the same numbers as the lecture's `torch.manual_seed(1337)`.
-//! Its `forward` takes a [`Fwd`], the per-step context: the graph, the parameters
-//! and, while training with dropout, the generator the masks come from.
+//! The one layer convention of lectures 7 and 9: a layer is built with
+//! `Layer::new(init, name, …)`, drawing its initial values from the one
+//! generator in the order its PyTorch module is constructed, so a model built
+//! here starts from the same numbers as the lecture's `torch.manual_seed(1337)`;
+//! and run with `layer.forward(pass, x)`, where the [`ForwardPass`] holds
+//! what `torch.nn` keeps implicitly: the step's graph, the parameters, and
+//! whether dropout is on.
 
-mod attention;
-mod block;
-mod causal_self_attention;
 mod embedding;
-mod feed_forward;
-mod layer_norm;
 mod linear;
 
-pub use attention::{Head, MultiHeadAttention};
-pub use block::{Block, NanoBlock};
-pub use causal_self_attention::CausalSelfAttention;
 pub use embedding::Embedding;
-pub use feed_forward::{FeedForward, Mlp};
-pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 
 use autograd::{Graph, ParamId, Params, Var};
@@ -27,8 +20,9 @@ use std::cell::RefCell;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
-/// What a forward pass needs besides its input.
-pub struct Fwd<'g> {
+/// What a forward pass needs besides its input: one per training step,
+/// evaluation or sampling step.
+pub struct ForwardPass<'g> {
     /// The tape of this step (`Graph::no_grad()` for evaluation and sampling).
     pub graph: &'g Graph,
     /// The model's parameters.
@@ -37,10 +31,23 @@ pub struct Fwd<'g> {
     pub dropout_rng: Option<&'g RefCell<TorchGenerator>>,
 }
 
-impl<'g> Fwd<'g> {
-    /// A context in eval mode: no dropout.
-    pub fn eval(graph: &'g Graph, params: &'g Params) -> Fwd<'g> {
-        Fwd {
+impl<'g> ForwardPass<'g> {
+    /// A pass in training mode: dropout masks come from `rng` (`model.train()`).
+    pub fn train(
+        graph: &'g Graph,
+        params: &'g Params,
+        rng: &'g RefCell<TorchGenerator>,
+    ) -> ForwardPass<'g> {
+        ForwardPass {
+            graph,
+            params,
+            dropout_rng: Some(rng),
+        }
+    }
+
+    /// A pass in eval mode: no dropout (`model.eval()`).
+    pub fn eval(graph: &'g Graph, params: &'g Params) -> ForwardPass<'g> {
+        ForwardPass {
             graph,
             params,
             dropout_rng: None,
@@ -48,7 +55,7 @@ impl<'g> Fwd<'g> {
     }
 
     /// A parameter as a leaf of this step's graph.
-    pub fn p(&self, id: ParamId) -> Var<'g> {
+    pub fn param(&self, id: ParamId) -> Var<'g> {
         self.graph.param(self.params, id)
     }
 
