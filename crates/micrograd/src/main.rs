@@ -13,13 +13,14 @@
 //! release. `--steps` shortens the moons demo (its full-run targets become info);
 //! `--seed` changes the weights (targets tied to seed 1337 become info).
 
-use std::path::Path;
-use std::process::{Command, ExitCode};
+mod stages;
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use micrograd::moons::{self, Moons};
-use micrograd::{boundary, examples, regression, to_dot, Module};
-use report::{LogEvery, Run, RunArgs, Target};
+use micrograd::{boundary, regression, Module};
+use report::{Run, RunArgs, Target};
 use serde_json::{json, Value as Json};
 
 #[derive(Parser)]
@@ -59,130 +60,13 @@ fn main() -> ExitCode {
     });
     let mut run = Run::new(1, "micrograd", &args, SEED, config);
     report::plot::register_font();
-    examples_stage(&mut run);
+    stages::examples::run_stage(&mut run);
     regression_stage(&mut run);
     if let Err(e) = moons_stage(&mut run) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
     run.finish()
-}
-
-fn examples_stage(run: &mut Run) {
-    let stage = run.stage("examples");
-    let exact = |name: &str, want: f64, got: f64| Target::exact(name, want, 1e-12, got);
-
-    stage.target(Target::exact(
-        "f(3)",
-        20.0,
-        0.0,
-        examples::simple_function(3.0),
-    ));
-    let slope = examples::forward_difference(examples::simple_function, 3.0, 1e-6);
-    stage.target(Target::exact("f'(3) by (f(3+h)-f(3))/h", 14.0, 1e-5, slope));
-
-    let graph = examples::manual_graph(2.0, -3.0, 10.0, -2.0);
-    stage.target(Target::exact("L", -8.0, 0.0, graph.l.data()));
-    stage.target(exact(
-        "L after one step",
-        -7.286496,
-        examples::manual_step(),
-    ));
-
-    let (g, a, b) = examples::readme_expression();
-    stage.target(exact("README g", 24.70408163265306, g.data()));
-    stage.target(exact("README a.grad", 138.83381924198252, a.grad()));
-    stage.target(exact("README b.grad", 645.5772594752186, b.grad()));
-
-    let (y, x) = examples::sanity_check();
-    stage.target(Target::exact("sanity check y", -20.0, 0.0, y.data()));
-    stage.target(Target::exact("sanity check dy/dx", 46.0, 0.0, x.grad()));
-
-    let neuron = examples::neuron_example();
-    let [x1, x2] = &neuron.x;
-    let [w1, w2] = [&neuron.neuron.w[0], &neuron.neuron.w[1]];
-    #[allow(clippy::approx_constant)] // the lecture prints 1/√2 this way
-    stage.target(exact("neuron o", 0.7071067811865476, neuron.o.data()));
-    for (name, want, got) in [
-        ("neuron x1.grad", -1.5, x1.grad()),
-        ("neuron w1.grad", 1.0, w1.grad()),
-        ("neuron x2.grad", 0.5, x2.grad()),
-        ("neuron w2.grad", 0.0, w2.grad()),
-    ] {
-        stage.target(Target::exact(name, want, 1e-6, got));
-    }
-
-    let want = [-12.353553390593273, 10.25699027111255, 0.0625];
-    let (f, grad) = examples::exercise_gradient(2.0, 3.0, 4.0);
-    let by_hand = examples::exercise_gradient_by_hand(2.0, 3.0, 4.0);
-    let numerical = examples::exercise_gradient_numerical(2.0, 3.0, 4.0, 1e-6);
-    stage.target(exact("exercise f(2, 3, 4)", 6.336362190988558, f));
-    for (i, input) in ["a", "b", "c"].iter().enumerate() {
-        stage.target(exact(
-            &format!("exercise df/d{input} backward"),
-            want[i],
-            grad[i],
-        ));
-        stage.target(exact(
-            &format!("exercise df/d{input} by hand"),
-            want[i],
-            by_hand[i],
-        ));
-        stage.target(Target::exact(
-            &format!("exercise df/d{input} symmetric difference"),
-            want[i],
-            1e-7,
-            numerical[i],
-        ));
-    }
-
-    let (loss, logits) = examples::softmax_nll(&[0.0, 3.0, -2.0, 1.0], 3);
-    stage.target(exact("softmax NLL loss", 2.1755153626167147, loss.data()));
-    let want = [
-        0.04177257051535045,
-        0.8390245074625319,
-        0.005653302662216329,
-        -0.8864503806400987,
-    ];
-    for (i, (logit, want)) in logits.iter().zip(want).enumerate() {
-        stage.target(exact(
-            &format!("softmax logit {i} grad"),
-            want,
-            logit.grad(),
-        ));
-    }
-
-    let dot = to_dot(&neuron.o);
-    match run.write_file("neuron.dot", dot.as_bytes()) {
-        Ok(path) => render_svg(&path),
-        Err(e) => eprintln!("warning: could not write neuron.dot: {e}"),
-    }
-}
-
-/// Renders a DOT file to SVG beside it with Graphviz, or says how to.
-fn render_svg(dot_path: &Path) {
-    let svg = dot_path.with_extension("svg");
-    let tmp = dot_path.with_extension("tmp.svg");
-    let rendered = Command::new("dot")
-        .arg("-Tsvg")
-        .arg(dot_path)
-        .arg("-o")
-        .arg(&tmp)
-        .status();
-    match rendered {
-        Ok(status) if status.success() => match std::fs::rename(&tmp, &svg) {
-            Ok(()) => println!("drew {}", svg.display()),
-            Err(e) => eprintln!("warning: could not write {}: {e}", svg.display()),
-        },
-        Ok(status) => eprintln!("warning: dot failed ({status}) on {}", dot_path.display()),
-        Err(_) => println!(
-            "wrote {}; Graphviz's `dot` is not installed (Debian: apt-get install graphviz), \
-             render it with: dot -Tsvg {} -o {}",
-            dot_path.display(),
-            dot_path.display(),
-            svg.display()
-        ),
-    }
 }
 
 fn regression_stage(run: &mut Run) {
@@ -229,16 +113,11 @@ fn moons_stage(run: &mut Run) -> Result<(), String> {
         &model.parameters().len().to_string(),
     ));
 
-    stage.start_training("moons", steps, LogEvery::Step(1));
-    let mut losses = Vec::new();
-    let mut accuracy = 0.0;
-    for k in 0..steps {
-        let (loss, acc) = moons::step(&model, &data, k);
-        stage.observe(k, loss, moons::learning_rate(k))?;
-        losses.push(loss);
-        accuracy = acc;
-    }
-    let ms_per_step = stage.finish_training();
+    let moons::Trained {
+        losses,
+        accuracy,
+        ms_per_step,
+    } = moons::train(&model, &data, steps, stage)?;
 
     // The accuracy of the last step is measured before its update, as the notebook
     // prints it; so are the losses.

@@ -108,3 +108,40 @@ pub fn step(model: &MLP, data: &Moons, k: usize) -> (f64, f64) {
     (total_loss.data(), accuracy)
 }
 // ANCHOR_END: moons_step
+
+/// What a training run of the moons classifier produced.
+pub struct Trained {
+    /// The loss before each step's update.
+    pub losses: Vec<f64>,
+    /// The accuracy measured before the last update.
+    pub accuracy: f64,
+    /// Milliseconds per step.
+    pub ms_per_step: f64,
+}
+
+// ANCHOR: moons_train
+/// The notebook's loop: `for k in range(100)`, one [`step`] each, printing
+/// the loss and accuracy (here: the progress report and `loss.csv`).
+pub fn train(
+    model: &MLP,
+    data: &Moons,
+    steps: usize,
+    stage: &mut report::Stage,
+) -> Result<Trained, String> {
+    stage.start_training("moons", steps, report::LogEvery::Step(1));
+    let mut losses = Vec::with_capacity(steps);
+    let mut accuracy = 0.0;
+    for k in 0..steps {
+        let (loss, acc) = step(model, data, k);
+        stage.observe(k, loss, learning_rate(k))?;
+        losses.push(loss);
+        accuracy = acc;
+    }
+    let ms_per_step = stage.finish_training();
+    Ok(Trained {
+        losses,
+        accuracy,
+        ms_per_step,
+    })
+}
+// ANCHOR_END: moons_train

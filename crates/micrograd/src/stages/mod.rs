@@ -1,0 +1,3 @@
+//! The lecture's stages as `main.rs` runs them, each checking its numbers.
+
+pub mod examples;
