@@ -1,13 +1,14 @@
 //! `cargo xtask lecture 2`: the counting model, then the neural bigram for 200 updates.
 
+mod stages;
+
 use clap::{Parser, Subcommand, ValueEnum};
-use data::makemore::{bigrams, context_windows, lecture_split, words};
+use data::makemore::{bigrams, words};
 use makemore_bigram::counting::{average_nll, average_nll_f32_running_sum, BigramCounts};
-use makemore_bigram::exercises::{tune_smoothing, TrigramCounts};
-use makemore_bigram::neural::{Encoding, LossFormula, NeuralBigram, LEARNING_RATE};
+use makemore_bigram::neural::{train, Encoding, LossFormula, LEARNING_RATE};
 use makemore_bigram::sampling::sample_names;
 use makemore_bigram::LECTURE_SEED;
-use report::{LogEvery, Run, RunArgs, Stage, Target};
+use report::{Run, RunArgs, Target};
 use std::process::ExitCode;
 use tensor::rng::TorchGenerator;
 
@@ -40,7 +41,7 @@ enum Command {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Exercise {
+pub enum Exercise {
     /// A trigram model by counting.
     E01,
     /// Train/dev/test evaluation of the bigram and trigram.
@@ -193,7 +194,7 @@ fn lecture(
         || exercises.contains(&Exercise::E02)
         || exercises.contains(&Exercise::E03)
     {
-        trigram_exercises(&mut run, &words, &exercises, nll);
+        stages::trigram_exercises(&mut run, &words, &exercises, nll);
     }
     for (exercise, encoding, formula) in [
         (Exercise::E04, Encoding::RowIndex, LossFormula::Lecture),
@@ -226,84 +227,4 @@ fn lecture(
         ));
     }
     Ok(run.finish())
-}
-
-/// Trains from `W = randn((27, 27))` for `steps` full-batch updates; returns the
-/// model and the loss before each update. Stops on a NaN loss, naming the step.
-#[allow(clippy::too_many_arguments)]
-fn train(
-    seed: u64,
-    xs: &[usize],
-    ys: &[usize],
-    steps: usize,
-    encoding: Encoding,
-    formula: LossFormula,
-    stage: &mut Stage,
-    label: &str,
-) -> Result<(NeuralBigram, Vec<f32>), String> {
-    let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(seed));
-    stage.start_training(label, steps, LogEvery::Step(1));
-    let mut losses = Vec::with_capacity(steps);
-    for step in 0..steps {
-        let loss = model.train_step(xs, ys, encoding, formula, LEARNING_RATE);
-        stage.observe(step, loss, LEARNING_RATE)?;
-        losses.push(loss);
-    }
-    stage.finish_training();
-    Ok((model, losses))
-}
-
-/// E01–E03: the trigram by counting, on all words and on the lecture's split.
-fn trigram_exercises(run: &mut Run, words: &[String], exercises: &[Exercise], bigram_nll: f64) {
-    if exercises.contains(&Exercise::E01) {
-        let stage = run.stage("E01 trigram");
-        let (x, y) = context_windows(words, 2);
-        let nll = TrigramCounts::from_windows(&x, &y).average_nll(1.0, &x, &y);
-        println!("trigram NLL over all words {nll:.4} vs bigram {bigram_nll:.4}: the extra character of context helps");
-        stage.set_final("train", nll);
-        stage.target(Target::info("trigram average NLL, all words", nll));
-        stage.target(Target::below(
-            "trigram NLL below the bigram's",
-            bigram_nll,
-            nll,
-        ));
-    }
-    let split = lecture_split(words.to_vec());
-    let windows = |ws: &[String], block| context_windows(ws, block);
-    let (train2, dev2, test2) = (
-        windows(&split.train, 2),
-        windows(&split.dev, 2),
-        windows(&split.test, 2),
-    );
-    let trigram = TrigramCounts::from_windows(&train2.0, &train2.1);
-    if exercises.contains(&Exercise::E02) {
-        let stage = run.stage("E02 split");
-        let bigram_on = |ws: &[String]| bigrams(ws);
-        let bigram = BigramCounts::from_pairs(&bigram_on(&split.train)).probabilities_f64(1.0);
-        for (name, ws) in [
-            ("train", &split.train),
-            ("dev", &split.dev),
-            ("test", &split.test),
-        ] {
-            let nll = average_nll(&bigram, &bigram_on(ws));
-            stage.target(Target::info(&format!("bigram NLL on {name}"), nll));
-        }
-        for (name, (x, y)) in [("train", &train2), ("dev", &dev2), ("test", &test2)] {
-            let nll = trigram.average_nll(1.0, x, y);
-            stage.set_final(name, nll);
-            stage.target(Target::info(&format!("trigram NLL on {name}"), nll));
-        }
-    }
-    if exercises.contains(&Exercise::E03) {
-        let stage = run.stage("E03 smoothing");
-        let (best, dev_nll) = tune_smoothing(&trigram, &dev2.0, &dev2.1);
-        let test_nll = trigram.average_nll(best, &test2.0, &test2.1);
-        println!(
-            "best trigram smoothing on dev: {best} (dev NLL {dev_nll:.4}); test NLL {test_nll:.4}"
-        );
-        stage.set_final("dev", dev_nll);
-        stage.set_final("test", test_nll);
-        stage.target(Target::info("best smoothing on dev", best));
-        stage.target(Target::info("test NLL at that smoothing", test_nll));
-    }
 }

@@ -2,6 +2,7 @@
 
 use autograd::{Graph, ParamId, Params, Sgd, Var};
 use data::makemore::VOCAB_SIZE;
+use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
@@ -117,3 +118,30 @@ pub fn loss<'g>(
     data_loss + w.powf(2.0).mean_all() * REGULARIZATION
 }
 // ANCHOR_END: loss
+
+// ANCHOR: train
+/// Trains from `W = randn((27, 27))` for `steps` full-batch updates; returns the
+/// model and the loss before each update. Stops on a NaN loss, naming the step.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    seed: u64,
+    xs: &[usize],
+    ys: &[usize],
+    steps: usize,
+    encoding: Encoding,
+    formula: LossFormula,
+    stage: &mut Stage,
+    label: &str,
+) -> Result<(NeuralBigram, Vec<f32>), String> {
+    let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(seed));
+    stage.start_training(label, steps, LogEvery::Step(1));
+    let mut losses = Vec::with_capacity(steps);
+    for step in 0..steps {
+        let loss = model.train_step(xs, ys, encoding, formula, LEARNING_RATE);
+        stage.observe(step, loss, LEARNING_RATE)?;
+        losses.push(loss);
+    }
+    stage.finish_training();
+    Ok((model, losses))
+}
+// ANCHOR_END: train
