@@ -1,10 +1,11 @@
 //! `backprop-ninja lecture --out DIR [--quick] [--seed S] [--steps K]`: lecture 5's
 //! four exercises, checked against autograd and the lecture's numbers.
 
+mod stages;
+
 use autograd::cmp;
 use backprop_ninja::backward::manual_backward;
 use backprop_ninja::fused::{batchnorm_backward, cross_entropy_backward};
-use backprop_ninja::train::{calibrate, sample, split_loss, train};
 use backprop_ninja::{forward_with_autograd, Weights};
 use clap::{Args, Parser, Subcommand};
 use data::makemore::Splits;
@@ -179,92 +180,8 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         r.maxdiff as f64,
     ));
 
-    let stage = run.stage("exercise 4");
-    let mut g = TorchGenerator::manual_seed(INIT_SEED);
-    let mut w = Weights::init(200, &mut g, &mut TorchGenerator::manual_seed(seed));
-    stage.target(Target::string(
-        "parameters",
-        "12297",
-        &w.count().to_string(),
-    ));
-    let (losses, loop_ms) = train(&mut w, &splits.train, &mut g, steps, stage)?;
-    if lecture_seed {
-        if let Some(&first) = losses.first() {
-            stage.target(Target::exact(
-                "step-0 loss",
-                STEP0_LOSS_200,
-                1e-4,
-                first as f64,
-            ));
-        }
-    }
-    // The stage's own ms_per_step also counts the full-split evaluation below.
-    stage.target(Target::info("ms per training step (loop only)", loop_ms));
-    let stats = calibrate(&w, &splits.train);
-    let train = split_loss(&w, &stats, &splits.train) as f64;
-    let val = split_loss(&w, &stats, &splits.dev) as f64;
-    println!("train {train}\nval {val}");
-    stage.set_final("train", train);
-    stage.set_final("val", val);
-    let names = sample(
-        &w,
-        &stats,
-        &mut TorchGenerator::manual_seed(INIT_SEED + 10),
-        20,
-    );
-    for name in &names {
-        println!("{name}");
-    }
-    let torch: serde_json::Value = serde_json::from_str(TORCH).expect("fixture is JSON");
-    let torch_full: serde_json::Value = serde_json::from_str(TORCH_FULL).expect("fixture is JSON");
-    let number = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
-    let words = |v: &serde_json::Value| {
-        let list = v.as_array().map(Vec::as_slice).unwrap_or_default();
-        list.iter()
-            .filter_map(|w| w.as_str())
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let gate = |gates: bool, t: Target| if gates { t } else { t.ungated() };
-    if quick && steps == QUICK_STEPS {
-        for (split, got) in [("train", train), ("val", val)] {
-            stage.target(gate(
-                lecture_seed,
-                Target::exact(
-                    &format!("{split} loss after 5000 steps (PyTorch, same draws)"),
-                    number(&torch[format!("quick_{split}")]),
-                    QUICK_TOL,
-                    got,
-                ),
-            ));
-        }
-        stage.target(gate(
-            lecture_seed,
-            Target::string(
-                "samples after 5000 steps (PyTorch)",
-                &words(&torch["quick_samples"]),
-                &names.join(" "),
-            ),
-        ));
-    } else if !quick {
-        let full = args.run.steps.is_none();
-        for (split, lecture, got) in [("train", TRAIN, train), ("val", VAL, val)] {
-            stage.target(gate(
-                full,
-                Target::band(&format!("{split} loss"), lecture, BAND, got),
-            ));
-            stage.target(gate(
-                full && lecture_seed,
-                Target::exact(
-                    &format!("{split} loss (PyTorch, same draws)"),
-                    number(&torch_full[split]),
-                    FULL_TOL,
-                    got,
-                ),
-            ));
-        }
-    }
-    stage.end();
+    let full = args.run.steps.is_none();
+    let names = stages::exercise4(&mut run, &splits, steps, full)?;
     run.write_file("samples.txt", (names.join("\n") + "\n").as_bytes())
         .map_err(|e| format!("samples.txt: {e}"))?;
     Ok(run.finish())
