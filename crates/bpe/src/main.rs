@@ -21,6 +21,7 @@ use bpe::{
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod lecture;
+mod stats;
 
 #[derive(Parser)]
 #[command(
@@ -231,31 +232,7 @@ fn run(cli: Cli) -> BoxResult<ExitCode> {
         } => {
             let tok = load_tokenizer(&tok)?;
             let text = read_input(&file)?;
-            let allowed = allowed_special.get();
-            let ids = tok.encode(&text, &allowed)?; // warm-up, and the count
-            let mut best = f64::INFINITY;
-            for _ in 0..3 {
-                let t0 = Instant::now();
-                std::hint::black_box(tok.encode(&text, &allowed)?);
-                best = best.min(t0.elapsed().as_secs_f64());
-            }
-            let t0 = Instant::now();
-            let back = tok.decode_bytes(&ids)?;
-            let dsecs = t0.elapsed().as_secs_f64();
-            let mb = text.len() as f64 / 1e6;
-            println!("file:              {}", file.display());
-            println!("bytes:             {}", text.len());
-            println!("tokens:            {}", ids.len());
-            println!(
-                "compression ratio: {:.4} bytes/token",
-                text.len() as f64 / ids.len().max(1) as f64
-            );
-            println!("encode:            {:.2} MB/s (best of 3)", mb / best);
-            println!("decode:            {:.2} MB/s", mb / dsecs);
-            println!(
-                "round trip:        {}",
-                if back == text { "exact" } else { "DIFFERS" }
-            );
+            stats::print(&tok, &text, &allowed_special.get(), &file)?;
         }
         Command::Lecture(args) => return lecture::run(args),
     }
