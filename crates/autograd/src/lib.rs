@@ -42,6 +42,7 @@
 
 mod cmp;
 mod graph;
+mod module;
 mod ops;
 mod optim;
 mod params;
@@ -49,6 +50,7 @@ mod schedule;
 
 pub use cmp::{cmp, CmpResult};
 pub use graph::{Grads, Graph, Var};
+pub use module::{ForwardPass, Init};
 pub use optim::{clip_grad_norm, AdamW, AdamWConfig, Sgd};
 pub use params::{Param, ParamId, Params};
 pub use schedule::{nanogpt_warmup_cosine, step_decay};

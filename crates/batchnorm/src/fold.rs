@@ -117,15 +117,22 @@ mod tests {
     use super::*;
     use crate::nn::Module;
     use autograd::Graph;
+    #[allow(unused_imports)]
+    use autograd::{ForwardPass, Init, Params};
+    #[allow(unused_imports)]
     use tensor::rng::TorchGenerator;
 
     #[test]
     fn folded_linear_equals_linear_then_batchnorm_in_eval_mode() {
         let mut g = TorchGenerator::manual_seed(7);
         let mut params = Params::new();
-        let mut linear = Linear::new(&mut params, &mut g, "l", 6, 4, true);
+        let mut linear = Linear::new(&mut Init::new(&mut params, &mut g), "l", 6, 4, true);
         params.get_mut(linear.bias.unwrap()).value = g.randn(&[4]);
-        let mut bn = BatchNorm1d::new(&mut params, "bn", 4);
+        let mut bn = BatchNorm1d::new(
+            &mut Init::new(&mut params, &mut TorchGenerator::manual_seed(0)),
+            "bn",
+            4,
+        );
         params.get_mut(bn.gamma).value = g.randn(&[4]);
         params.get_mut(bn.beta).value = g.randn(&[4]);
         bn.running_mean = g.randn(&[4]);
@@ -134,8 +141,11 @@ mod tests {
 
         let x = g.randn(&[5, 6]);
         let graph = Graph::no_grad();
-        let h = linear.forward(&params, graph.constant(x.clone()));
-        let want = bn.forward(&params, h).value();
+        let h = linear.forward(
+            &ForwardPass::eval(&graph, &params),
+            graph.constant(x.clone()),
+        );
+        let want = bn.forward(&ForwardPass::eval(&graph, &params), h).value();
         let (w, b) = fold(&linear, &bn, &params);
         let got = x.matmul(&w).add(&b);
         for (g, w) in got.to_vec().iter().zip(want.to_vec()) {

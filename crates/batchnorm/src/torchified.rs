@@ -8,7 +8,7 @@
 //! 0.1, and every other Linear weight multiplied by the gain under study.
 
 use crate::nn::{BatchNorm1d, Linear, Module, Sequential, Tanh};
-use autograd::{Graph, ParamId, Params, Var};
+use autograd::{ForwardPass, Graph, Init, ParamId, Params, Var};
 use tensor::rng::TorchGenerator;
 
 /// Embedding size.
@@ -38,7 +38,8 @@ impl TorchifiedMlp {
     /// `gain` multiplies every Linear weight but the last (the lecture's `5/3` experiments).
     pub fn new(g: &mut TorchGenerator, batchnorm: bool, gain: f32) -> TorchifiedMlp {
         let mut params = Params::new();
-        let c = params.add("C", g.randn(&[VOCAB, N_EMBD]));
+        let mut init = Init::new(&mut params, g);
+        let c = init.params.add("C", init.rng.randn(&[VOCAB, N_EMBD]));
         let mut layers: Vec<Box<dyn Module>> = Vec::new();
         for i in 0..DEPTH {
             let fan_in = if i == 0 {
@@ -47,34 +48,33 @@ impl TorchifiedMlp {
                 N_HIDDEN
             };
             let linear = Linear::new(
-                &mut params,
-                g,
+                &mut init,
                 &format!("layer{i}"),
                 fan_in,
                 N_HIDDEN,
                 !batchnorm,
             );
-            let w = params.get_mut(linear.weight);
+            let w = init.params.get_mut(linear.weight);
             w.value = w.value.mul_scalar(gain);
             layers.push(Box::new(linear));
             if batchnorm {
                 layers.push(Box::new(BatchNorm1d::new(
-                    &mut params,
+                    &mut init,
                     &format!("bn{i}"),
                     N_HIDDEN,
                 )));
             }
             layers.push(Box::new(Tanh));
         }
-        let last = Linear::new(&mut params, g, "out", N_HIDDEN, VOCAB, !batchnorm);
+        let last = Linear::new(&mut init, "out", N_HIDDEN, VOCAB, !batchnorm);
         if batchnorm {
             layers.push(Box::new(last));
-            let bn = BatchNorm1d::new(&mut params, "bn_out", VOCAB);
-            let gamma = params.get_mut(bn.gamma);
+            let bn = BatchNorm1d::new(&mut init, "bn_out", VOCAB);
+            let gamma = init.params.get_mut(bn.gamma);
             gamma.value = gamma.value.mul_scalar(0.1); // last layer: make less confident
             layers.push(Box::new(bn));
         } else {
-            let w = params.get_mut(last.weight);
+            let w = init.params.get_mut(last.weight);
             w.value = w.value.mul_scalar(0.1);
             layers.push(Box::new(last));
         }
@@ -93,7 +93,8 @@ impl TorchifiedMlp {
             .param(&self.params, self.c)
             .index_rows(xb, &[b, BLOCK_SIZE]); // (B, 3, 10)
         let x = emb.reshape(&[b, BLOCK_SIZE * N_EMBD]); // (B, 30)
-        self.layers.forward_traced(&self.params, x)
+        self.layers
+            .forward_traced(&ForwardPass::eval(graph, &self.params), x)
     }
 
     /// The indices of the Tanh layers in the stack (the lecture's `isinstance(layer, Tanh)`).
@@ -112,6 +113,7 @@ impl TorchifiedMlp {
             .param(&self.params, self.c)
             .index_rows(xb, &[b, BLOCK_SIZE]); // (B, 3, 10)
         let x = emb.reshape(&[b, BLOCK_SIZE * N_EMBD]); // (B, 30)
-        self.layers.forward(&self.params, x)
+        self.layers
+            .forward(&ForwardPass::eval(graph, &self.params), x)
     }
 }

@@ -38,7 +38,7 @@ impl LayerNorm {
     }
 
     /// `(…, C) -> (…, C)`: each position normalised over its features.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let bias = self.bias.map(|b| pass.param(b)); // (C,)
         x.layer_norm(Some(pass.param(self.weight)), bias, 1e-5) // (…, C)
     }
@@ -79,7 +79,7 @@ impl CausalSelfAttention {
 
     // ANCHOR: causal_self_attention
     /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let shape = x.shape();
         let (b, t, c) = (shape[0], shape[1], shape[2]); // batch size, sequence length, n_embd
         let (nh, hs) = (self.n_head, c / self.n_head);
@@ -125,7 +125,7 @@ impl Mlp {
 
     // ANCHOR: mlp
     /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let h = self.c_fc.forward(pass, x).gelu(); // (B, T, 4C)
         pass.dropout(self.c_proj.forward(pass, h), self.dropout) // (B, T, C)
     }
@@ -159,7 +159,7 @@ impl Block {
 
     // ANCHOR: block
     /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let x = x + self.attn.forward(pass, self.ln_1.forward(pass, x)); // (B, T, C)
         x + self.mlp.forward(pass, self.ln_2.forward(pass, x)) // (B, T, C)
     }
@@ -249,7 +249,7 @@ impl Gpt {
     /// `idx` `(B, T)` row-major -> logits `(B, T, vocab)`.
     pub fn forward<'g>(
         &self,
-        pass: &ForwardPass<'g>,
+        pass: &ForwardPass<'g, '_>,
         idx: &[usize],
         b: usize,
         t: usize,

@@ -400,7 +400,7 @@ impl Model {
     /// `idx` `(B, T)` row-major -> logits `(B, T, vocab)`.
     pub fn forward<'g>(
         &self,
-        pass: &ForwardPass<'g>,
+        pass: &ForwardPass<'g, '_>,
         idx: &[usize],
         b: usize,
         t: usize,
@@ -416,7 +416,7 @@ impl Model {
     /// The mean cross-entropy of the logits against the targets `y` `(B, T)`.
     pub fn loss<'g>(
         &self,
-        pass: &ForwardPass<'g>,
+        pass: &ForwardPass<'g, '_>,
         x: &[usize],
         y: &[usize],
         b: usize,

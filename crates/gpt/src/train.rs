@@ -103,26 +103,22 @@ impl Trainer {
     /// clip, AdamW at the schedule's rate. Returns the loss.
     pub fn step(&mut self, x: &[usize], y: &[usize]) -> f32 {
         let (b, t) = (self.cfg.train.batch_size, self.cfg.model.block_size());
-        // The pass borrows the parameters until the loss is gone: backward inside, update after.
-        let (loss, grads) = {
-            let graph = Graph::new();
-            let pass = if self.cfg.model.dropout() > 0.0 {
-                ForwardPass::train(&graph, &self.params, &self.rng)
-            } else {
-                ForwardPass::eval(&graph, &self.params) // no dropout: nothing differs
-            };
-            let loss = self.model.loss(&pass, x, y, b, t); // scalar
-            (loss.item(), loss.backward())
+        let graph = Graph::new();
+        let pass = if self.cfg.model.dropout() > 0.0 {
+            ForwardPass::train(&graph, &self.params, &self.rng)
+        } else {
+            ForwardPass::eval(&graph, &self.params) // no dropout: nothing differs
         };
+        let loss = self.model.loss(&pass, x, y, b, t); // scalar
         self.params.zero_grad();
-        self.params.accumulate(&grads); // `loss.backward()` fills p.grad
+        loss.backward_into(&mut self.params);
         if self.cfg.train.grad_clip > 0.0 {
             clip_grad_norm(&mut self.params, self.cfg.train.grad_clip);
         }
         self.opt.config.lr = self.cfg.train.lr_at(self.iter);
         self.opt.step(&mut self.params);
         self.iter += 1;
-        loss
+        loss.item()
     }
     // ANCHOR_END: train_step
 }

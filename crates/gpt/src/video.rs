@@ -83,7 +83,7 @@ impl Bigram {
     /// `idx` `(B, T)` -> logits `(B, T, vocab)`.
     pub fn forward<'g>(
         &self,
-        pass: &ForwardPass<'g>,
+        pass: &ForwardPass<'g, '_>,
         idx: &[usize],
         b: usize,
         t: usize,
@@ -123,7 +123,7 @@ impl Head {
 
     // ANCHOR: head
     /// `(B, T, C) -> (B, T, hs)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let t = x.shape()[1];
         let k = self.key.forward(pass, x); // (B, T, hs)
         let q = self.query.forward(pass, x); // (B, T, hs)
@@ -175,7 +175,7 @@ impl MultiHeadAttention {
 
     // ANCHOR: multi_head
     /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let outs: Vec<Var<'g>> = self.heads.iter().map(|h| h.forward(pass, x)).collect(); // each (B, T, hs)
         let out = Var::concat(&outs, -1); // (B, T, nh·hs)
         match &self.proj {
@@ -223,7 +223,7 @@ impl FeedForward {
 
     // ANCHOR: feed_forward
     /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let h = self.fc.forward(pass, x).relu(); // (B, T, hidden)
         match &self.proj {
             Some(proj) => pass.dropout(proj.forward(pass, h), self.dropout), // (B, T, C)
@@ -263,7 +263,7 @@ impl Block {
 
     // ANCHOR: block
     /// `(B, T, C) -> (B, T, C)`: `x = x + sa(ln1(x)); x = x + ffwd(ln2(x))`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let h = match &self.ln1 {
             Some(ln) => ln.forward(pass, x),
             None => x,
@@ -351,7 +351,7 @@ impl VideoGpt {
     /// `idx` `(B, T)` row-major -> logits `(B, T, vocab)`.
     pub fn forward<'g>(
         &self,
-        pass: &ForwardPass<'g>,
+        pass: &ForwardPass<'g, '_>,
         idx: &[usize],
         b: usize,
         t: usize,

@@ -29,7 +29,7 @@
 
 pub mod train;
 
-use autograd::{Graph, Params, Var};
+use autograd::{ForwardPass, Graph, Init, Params, Var};
 use batchnorm::nn::{BatchNorm1d, Embedding, FlattenConsecutive, Linear, Module, Sequential, Tanh};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -134,9 +134,9 @@ impl WaveNet {
             ..
         } = config;
         let mut params = Params::new();
+        let mut init = Init::new(&mut params, g);
         let mut layers: Vec<Box<dyn Module>> = vec![Box::new(Embedding::new(
-            &mut params,
-            g,
+            &mut init,
             "embedding",
             VOCAB,
             n_embd,
@@ -144,15 +144,8 @@ impl WaveNet {
         if config.hierarchical {
             let mut fan_in = n_embd * 2;
             for i in 0..3 {
-                let linear = Linear::new(
-                    &mut params,
-                    g,
-                    &format!("linear{i}"),
-                    fan_in,
-                    n_hidden,
-                    false,
-                );
-                let mut bn = BatchNorm1d::new(&mut params, &format!("bn{i}"), n_hidden);
+                let linear = Linear::new(&mut init, &format!("linear{i}"), fan_in, n_hidden, false);
+                let mut bn = BatchNorm1d::new(&mut init, &format!("bn{i}"), n_hidden);
                 bn.batch_axis_only = config.batchnorm_bug;
                 layers.push(Box::new(FlattenConsecutive::new(2)));
                 layers.push(Box::new(linear));
@@ -163,18 +156,17 @@ impl WaveNet {
         } else {
             layers.push(Box::new(FlattenConsecutive::new(block_size)));
             layers.push(Box::new(Linear::new(
-                &mut params,
-                g,
+                &mut init,
                 "linear0",
                 n_embd * block_size,
                 n_hidden,
                 false,
             )));
-            layers.push(Box::new(BatchNorm1d::new(&mut params, "bn0", n_hidden)));
+            layers.push(Box::new(BatchNorm1d::new(&mut init, "bn0", n_hidden)));
             layers.push(Box::new(Tanh));
         }
-        let last = Linear::new(&mut params, g, "out", n_hidden, VOCAB, true);
-        let w = params.get_mut(last.weight);
+        let last = Linear::new(&mut init, "out", n_hidden, VOCAB, true);
+        let w = init.params.get_mut(last.weight);
         w.value = w.value.mul_scalar(0.1);
         layers.push(Box::new(last));
         WaveNet {
@@ -188,7 +180,8 @@ impl WaveNet {
     /// The logits `(B, 27)` for contexts `xb`, row-major `(B, block_size)`.
     pub fn forward<'g>(&mut self, graph: &'g Graph, xb: &[usize]) -> Var<'g> {
         let x = graph.constant(indices(xb, self.config.block_size)); // (B, T)
-        self.model.forward(&self.params, x)
+        self.model
+            .forward(&ForwardPass::eval(graph, &self.params), x)
     }
 
     /// Training (batch statistics) or evaluation (running statistics) mode.
@@ -203,7 +196,9 @@ impl WaveNet {
         self.set_training(false);
         let graph = Graph::no_grad();
         let x = graph.constant(indices(xb, self.config.block_size));
-        let outs = self.model.forward_traced(&self.params, x);
+        let outs = self
+            .model
+            .forward_traced(&ForwardPass::eval(&graph, &self.params), x);
         self.set_training(true);
         self.model
             .layers

@@ -11,7 +11,7 @@
 //! uses them instead of the batch's statistics, so one example can be fed alone.
 
 use super::Module;
-use autograd::{ParamId, Params, Var};
+use autograd::{ForwardPass, Init, ParamId, Var};
 use tensor::Tensor;
 
 /// Batch normalisation over the last axis (lecture 4, cell[13]; 3-D input from lecture 6, cell[7]).
@@ -39,10 +39,14 @@ pub struct BatchNorm1d {
 
 impl BatchNorm1d {
     /// The lecture's `BatchNorm1d(dim)`: eps 1e-5, momentum 0.1, training mode.
-    pub fn new(params: &mut Params, name: &str, dim: usize) -> BatchNorm1d {
+    pub fn new(init: &mut Init, name: &str, dim: usize) -> BatchNorm1d {
         BatchNorm1d {
-            gamma: params.add(&format!("{name}.gamma"), Tensor::ones(&[dim])),
-            beta: params.add(&format!("{name}.beta"), Tensor::zeros(&[dim])),
+            gamma: init
+                .params
+                .add(&format!("{name}.gamma"), Tensor::ones(&[dim])),
+            beta: init
+                .params
+                .add(&format!("{name}.beta"), Tensor::zeros(&[dim])),
             running_mean: Tensor::zeros(&[dim]),
             running_var: Tensor::ones(&[dim]),
             eps: 1e-5,
@@ -65,20 +69,19 @@ impl BatchNorm1d {
 
 impl Module for BatchNorm1d {
     // ANCHOR: batchnorm
-    fn forward<'g>(&mut self, params: &Params, x: Var<'g>) -> Var<'g> {
-        let graph = x.graph();
+    fn forward<'g>(&mut self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let shape = x.shape();
         let (xmean, xvar) = if self.training {
             let axes = self.batch_axes(&shape);
             (x.mean_axes(axes, true), x.var_axes(axes, true, true)) // (1, C) or (1, 1, C)
         } else {
             (
-                graph.constant(self.running_mean.clone()), // (C,)
-                graph.constant(self.running_var.clone()),  // (C,)
+                pass.graph.constant(self.running_mean.clone()), // (C,)
+                pass.graph.constant(self.running_var.clone()),  // (C,)
             )
         };
         let xhat = (x - xmean) / (xvar + self.eps).sqrt(); // normalise to unit variance
-        let out = graph.param(params, self.gamma) * xhat + graph.param(params, self.beta);
+        let out = pass.param(self.gamma) * xhat + pass.param(self.beta);
         if self.training {
             // A buffer update, outside the graph (`with torch.no_grad()`). The
             // statistics drop their kept unit axes: (C,), or (T, C) with the bug.
@@ -120,6 +123,10 @@ mod tests {
     use super::*;
     use crate::nn::fixture::{assert_close, load, tensor};
     use autograd::Graph;
+    #[allow(unused_imports)]
+    use autograd::{ForwardPass, Init, Params};
+    #[allow(unused_imports)]
+    use tensor::rng::TorchGenerator;
 
     fn check(name: &str) {
         let f = load(name);
@@ -131,13 +138,17 @@ mod tests {
             .collect();
         let dim = *shape.last().unwrap();
         let mut params = Params::new();
-        let mut bn = BatchNorm1d::new(&mut params, "bn", dim);
+        let mut bn = BatchNorm1d::new(
+            &mut Init::new(&mut params, &mut TorchGenerator::manual_seed(0)),
+            "bn",
+            dim,
+        );
         params.get_mut(bn.gamma).value = tensor(&f["gamma"], &[dim]);
         params.get_mut(bn.beta).value = tensor(&f["beta"], &[dim]);
 
         let graph = Graph::new();
         let x = graph.leaf(tensor(&f["x"], &shape));
-        let y = bn.forward(&params, x);
+        let y = bn.forward(&ForwardPass::eval(&graph, &params), x);
         assert_close("y", &y.value(), &f["y"], 1e-5);
         let grads = (y * graph.constant(tensor(&f["r"], &shape)))
             .sum_all()
@@ -162,7 +173,10 @@ mod tests {
         // Evaluation mode: running statistics, buffers left alone.
         bn.set_training(false);
         let graph = Graph::no_grad();
-        let y = bn.forward(&params, graph.constant(tensor(&f["x_eval"], &shape)));
+        let y = bn.forward(
+            &ForwardPass::eval(&graph, &params),
+            graph.constant(tensor(&f["x_eval"], &shape)),
+        );
         assert_close("y_eval", &y.value(), &f["y_eval"], 1e-5);
         assert_close(
             "running_mean after eval",
@@ -186,8 +200,15 @@ mod tests {
     #[should_panic(expected = "expected (B, C) or (B, T, C) input, got [4]")]
     fn one_d_input_is_refused_with_its_shape() {
         let mut params = Params::new();
-        let mut bn = BatchNorm1d::new(&mut params, "bn", 4);
+        let mut bn = BatchNorm1d::new(
+            &mut Init::new(&mut params, &mut TorchGenerator::manual_seed(0)),
+            "bn",
+            4,
+        );
         let graph = Graph::new();
-        bn.forward(&params, graph.constant(Tensor::zeros(&[4])));
+        bn.forward(
+            &ForwardPass::eval(&graph, &params),
+            graph.constant(Tensor::zeros(&[4])),
+        );
     }
 }

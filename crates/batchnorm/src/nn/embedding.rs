@@ -5,8 +5,7 @@
 //! table panics naming it.
 
 use super::Module;
-use autograd::{ParamId, Params, Var};
-use tensor::rng::TorchGenerator;
+use autograd::{ForwardPass, Init, ParamId, Var};
 
 /// A lookup table of `num_embeddings` rows of `embedding_dim` (lecture 6, cell[7]).
 #[derive(Clone, Debug)]
@@ -20,15 +19,14 @@ pub struct Embedding {
 impl Embedding {
     /// Registers `name.weight`, drawn from `g`.
     pub fn new(
-        params: &mut Params,
-        g: &mut TorchGenerator,
+        init: &mut Init,
         name: &str,
         num_embeddings: usize,
         embedding_dim: usize,
     ) -> Embedding {
-        let weight = g.randn(&[num_embeddings, embedding_dim]);
+        let weight = init.rng.randn(&[num_embeddings, embedding_dim]);
         Embedding {
-            weight: params.add(&format!("{name}.weight"), weight),
+            weight: init.params.add(&format!("{name}.weight"), weight),
             num_embeddings,
         }
     }
@@ -36,7 +34,7 @@ impl Embedding {
 
 impl Module for Embedding {
     // ANCHOR: embedding
-    fn forward<'g>(&mut self, params: &Params, ix: Var<'g>) -> Var<'g> {
+    fn forward<'g>(&mut self, pass: &ForwardPass<'g, '_>, ix: Var<'g>) -> Var<'g> {
         let shape = ix.shape(); // (B, T)
         let idx: Vec<usize> = ix
             .value()
@@ -51,7 +49,7 @@ impl Module for Embedding {
                 i as usize
             })
             .collect();
-        let table = ix.graph().param(params, self.weight);
+        let table = pass.param(self.weight);
         table.index_rows(&idx, &shape) // (B, T, C)
     }
     // ANCHOR_END: embedding
@@ -74,6 +72,10 @@ mod tests {
     use super::*;
     use crate::nn::fixture::{assert_close, load, tensor};
     use autograd::Graph;
+    #[allow(unused_imports)]
+    use autograd::{ForwardPass, Init, Params};
+    #[allow(unused_imports)]
+    use tensor::rng::TorchGenerator;
     use tensor::Tensor;
 
     #[test]
@@ -91,7 +93,10 @@ mod tests {
             .map(|i| i.as_f64().unwrap() as f32)
             .collect();
         let graph = Graph::new();
-        let y = emb.forward(&params, graph.constant(Tensor::from_vec(ix, &[2, 4])));
+        let y = emb.forward(
+            &ForwardPass::eval(&graph, &params),
+            graph.constant(Tensor::from_vec(ix, &[2, 4])),
+        );
         assert_eq!(y.shape(), vec![2, 4, 3]);
         assert_close("y", &y.value(), &f["y"], 0.0);
         let grads = (y * graph.constant(tensor(&f["r"], &[2, 4, 3])))
@@ -111,10 +116,15 @@ mod tests {
     #[should_panic(expected = "index 7 is outside a table of 7 rows")]
     fn an_index_past_the_table_names_itself() {
         let mut params = Params::new();
-        let mut emb = Embedding::new(&mut params, &mut TorchGenerator::manual_seed(0), "e", 7, 2);
+        let mut emb = Embedding::new(
+            &mut Init::new(&mut params, &mut TorchGenerator::manual_seed(0)),
+            "e",
+            7,
+            2,
+        );
         let graph = Graph::new();
         emb.forward(
-            &params,
+            &ForwardPass::eval(&graph, &params),
             graph.constant(Tensor::from_vec(vec![7.0], &[1, 1])),
         );
     }

@@ -4,8 +4,7 @@
 //! "kaiming" scale without the gain), the optional bias starts at zero.
 
 use super::Module;
-use autograd::{ParamId, Params, Var};
-use tensor::rng::TorchGenerator;
+use autograd::{ForwardPass, Init, ParamId, Var};
 use tensor::Tensor;
 
 /// A fully connected layer (lecture 4, cell[13]).
@@ -19,30 +18,25 @@ pub struct Linear {
 
 impl Linear {
     /// Registers `name.weight` (and `name.bias`), drawing the weight from `g`.
-    pub fn new(
-        params: &mut Params,
-        g: &mut TorchGenerator,
-        name: &str,
-        fan_in: usize,
-        fan_out: usize,
-        bias: bool,
-    ) -> Linear {
+    pub fn new(init: &mut Init, name: &str, fan_in: usize, fan_out: usize, bias: bool) -> Linear {
         // `/ fan_in**0.5`: Python's double square root, rounded to f32 for the division.
         let scale = (fan_in as f64).sqrt() as f32;
-        let weight = g.randn(&[fan_in, fan_out]).map(|w| w / scale);
-        let weight = params.add(&format!("{name}.weight"), weight);
-        let bias = bias.then(|| params.add(&format!("{name}.bias"), Tensor::zeros(&[fan_out])));
+        let weight = init.rng.randn(&[fan_in, fan_out]).map(|w| w / scale);
+        let weight = init.params.add(&format!("{name}.weight"), weight);
+        let bias = bias.then(|| {
+            init.params
+                .add(&format!("{name}.bias"), Tensor::zeros(&[fan_out]))
+        });
         Linear { weight, bias }
     }
 }
 
 impl Module for Linear {
     // ANCHOR: linear
-    fn forward<'g>(&mut self, params: &Params, x: Var<'g>) -> Var<'g> {
-        let graph = x.graph();
-        let out = x.matmul(graph.param(params, self.weight)); // (…, fan_out)
+    fn forward<'g>(&mut self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
+        let out = x.matmul(pass.param(self.weight)); // (…, fan_out)
         match self.bias {
-            Some(b) => out + graph.param(params, b), // (…, fan_out)
+            Some(b) => out + pass.param(b), // (…, fan_out)
             None => out,
         }
     }
@@ -66,6 +60,10 @@ mod tests {
     use super::*;
     use crate::nn::fixture::{assert_close, load, tensor};
     use autograd::Graph;
+    #[allow(unused_imports)]
+    use autograd::{ForwardPass, Init, Params};
+    #[allow(unused_imports)]
+    use tensor::rng::TorchGenerator;
 
     #[test]
     fn forward_and_backward_match_pytorch() {
@@ -77,7 +75,7 @@ mod tests {
         };
         let graph = Graph::new();
         let x = graph.leaf(tensor(&f["x"], &[4, 3]));
-        let y = layer.forward(&params, x);
+        let y = layer.forward(&ForwardPass::eval(&graph, &params), x);
         assert_close("y", &y.value(), &f["y"], 1e-5);
         let grads = (y * graph.constant(tensor(&f["r"], &[4, 5])))
             .sum_all()
@@ -102,8 +100,7 @@ mod tests {
     fn init_is_randn_over_root_fan_in() {
         let mut params = Params::new();
         let layer = Linear::new(
-            &mut params,
-            &mut TorchGenerator::manual_seed(1),
+            &mut Init::new(&mut params, &mut TorchGenerator::manual_seed(1)),
             "l",
             4,
             3,

@@ -7,11 +7,15 @@
 //! here so both lectures run the same code and one set of PyTorch fixtures
 //! (`tests/modules.rs`) checks it.
 //!
-//! A module owns the ids of its parameters (kept in an `autograd::Params`
-//! store, trained by backprop) and its buffers (plain tensors, updated by a
-//! running average, never by the optimizer). `forward` takes the step's graph
-//! through its input [`Var`]: every step builds a fresh graph, so modules
-//! hold no graph state.
+//! The layer convention is the one every `torch.nn`-style lecture shares
+//! (`autograd::{Init, ForwardPass}`): `Layer::new(init, name, …)` registers
+//! the parameters and draws them from the lecture's generator, and
+//! `layer.forward(pass, x)` runs it on the step's graph. A module owns the ids
+//! of its parameters (trained by backprop) and its buffers (plain tensors,
+//! updated by a running average, never by the optimizer); every step builds a
+//! fresh graph, so modules hold no graph state. Unlike lecture 7's layers,
+//! these take `&mut self`: batch norm updates its buffers in the forward pass,
+//! as `torch.nn.BatchNorm1d` does.
 
 mod batch_norm;
 mod embedding;
@@ -27,12 +31,12 @@ pub use linear::Linear;
 pub use sequential::Sequential;
 pub use tanh::Tanh;
 
-use autograd::{ParamId, Params, Var};
+use autograd::{ForwardPass, ParamId, Var};
 
 /// What every layer provides: the lecture's `__call__`, `parameters()` and `training`.
 pub trait Module {
     /// The layer's forward pass (`layer(x)`); batch norm also updates its running statistics in training mode.
-    fn forward<'g>(&mut self, params: &Params, x: Var<'g>) -> Var<'g>;
+    fn forward<'g>(&mut self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g>;
 
     /// The layer's parameters, in the lecture's order (`layer.parameters()`).
     fn parameters(&self) -> Vec<ParamId> {

@@ -22,7 +22,7 @@ impl Embedding {
     /// Rows `idx` of the table; `idx` has shape `idx_shape`, the result `idx_shape + (dim,)`.
     pub fn forward<'g>(
         &self,
-        pass: &ForwardPass<'g>,
+        pass: &ForwardPass<'g, '_>,
         idx: &[usize],
         idx_shape: &[usize],
     ) -> Var<'g> {

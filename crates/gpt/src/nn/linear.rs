@@ -43,7 +43,7 @@ impl Linear {
     // ANCHOR: linear
     /// `(…, in) -> (…, out)`. The leading axes are flattened first, so the
     /// product (and its weight gradient) is one tall matrix product.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g>, x: Var<'g>) -> Var<'g> {
+    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let shape = x.shape();
         let fan_in = shape[shape.len() - 1];
         let rows = x.value().len() / fan_in.max(1);
