@@ -61,22 +61,17 @@ fn main() -> ExitCode {
     let mut run = Run::new(1, "micrograd", &args, SEED, config);
     report::plot::register_font();
     stages::examples::run_stage(&mut run);
-    regression_stage(&mut run);
-    if let Err(e) = moons_stage(&mut run) {
+    if let Err(e) = regression_stage(&mut run).and_then(|()| moons_stage(&mut run)) {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
     run.finish()
 }
 
-fn regression_stage(run: &mut Run) {
+fn regression_stage(run: &mut Run) -> Result<(), String> {
     let seed = run.seed();
     let stage = run.stage("regression");
-    let result = regression::run(seed, REGRESSION_STEPS, 0.1);
-    for (k, &loss) in result.losses.iter().enumerate() {
-        stage.log(k, loss, None, Some(0.1));
-    }
-    stage.set_steps(REGRESSION_STEPS);
+    let result = regression::run(seed, REGRESSION_STEPS, 0.1, stage)?;
     let (first, last) = (result.losses[0], result.losses[REGRESSION_STEPS - 1]);
     stage.set_final("train", last);
     stage.target(Target::string(
@@ -98,6 +93,7 @@ fn regression_stage(run: &mut Run) {
     } else {
         target.ungated()
     });
+    Ok(())
 }
 
 fn moons_stage(run: &mut Run) -> Result<(), String> {

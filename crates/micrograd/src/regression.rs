@@ -41,29 +41,38 @@ pub fn loss(model: &MLP) -> Value {
         .sum()
 }
 
-/// Trains `MLP::lecture(3, [4, 4, 1])`, drawn from `PyRandom::seed(seed)`.
-pub fn run(seed: u64, steps: usize, learning_rate: f64) -> RegressionRun {
+/// Trains `MLP::lecture(3, [4, 4, 1])`, drawn from `PyRandom::seed(seed)`;
+/// `stage` reports progress and stops on a loss that is not finite.
+pub fn run(
+    seed: u64,
+    steps: usize,
+    learning_rate: f64,
+    stage: &mut report::Stage,
+) -> Result<RegressionRun, String> {
     let mut rng = PyRandom::seed(seed);
     let model = MLP::lecture(3, &[4, 4, 1], &mut rng);
     let mut losses = Vec::new();
+    stage.start_training("regression", steps, report::LogEvery::Step(1));
     // ANCHOR: regression_step
-    for _ in 0..steps {
+    for k in 0..steps {
         let loss = loss(&model);
         model.zero_grad();
         loss.backward();
         for p in model.parameters() {
             p.set_data(p.data() + -learning_rate * p.grad());
         }
+        stage.observe(k, loss.data(), learning_rate)?;
         losses.push(loss.data());
     }
     // ANCHOR_END: regression_step
+    stage.finish_training();
     let predictions = XS
         .iter()
         .map(|x| model.forward(&values(x))[0].data())
         .collect();
-    RegressionRun {
+    Ok(RegressionRun {
         parameters: model.parameters().len(),
         losses,
         predictions,
-    }
+    })
 }

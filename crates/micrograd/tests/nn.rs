@@ -94,7 +94,7 @@ fn lecture_regression_matches_pytorch() {
         serde_json::from_str(include_str!("fixtures/lecture_regression.json")).unwrap();
     let want_loss = floats(&fixture["loss"]);
     let want_pred = floats(&fixture["predictions"]);
-    let run = regression::run(1337, 20, 0.1);
+    let run = regression::run(1337, 20, 0.1, &mut report::Stage::standalone("regression")).unwrap();
     assert_eq!(run.parameters, 41);
     for (k, (got, want)) in run.losses.iter().zip(&want_loss).enumerate() {
         assert!(

@@ -124,6 +124,21 @@ pub struct Stage {
 }
 
 impl Stage {
+    /// A stage outside any run: what tests and benchmarks hand a lecture's
+    /// training loop. Its rows and targets go nowhere.
+    pub fn standalone(name: &str) -> Stage {
+        Stage {
+            name: name.to_string(),
+            steps: 0,
+            started: Instant::now(),
+            wall_seconds: None,
+            final_losses: BTreeMap::new(),
+            targets: Vec::new(),
+            rows: Vec::new(),
+            training: None,
+        }
+    }
+
     /// Starts a training loop of `steps` steps, called `label` in the progress
     /// report and in errors: its progress report and its clock.
     pub fn start_training(&mut self, label: &str, steps: usize, log: LogEvery) {
@@ -312,16 +327,7 @@ impl Run {
             last.end();
         }
         println!("\n== {name}");
-        self.stages.push(Stage {
-            name: name.to_string(),
-            steps: 0,
-            started: Instant::now(),
-            wall_seconds: None,
-            final_losses: BTreeMap::new(),
-            targets: Vec::new(),
-            rows: Vec::new(),
-            training: None,
-        });
+        self.stages.push(Stage::standalone(name));
         self.stages.last_mut().expect("just pushed")
     }
 
