@@ -9,7 +9,7 @@ use backprop_ninja::fused::{batchnorm_backward, cross_entropy_backward};
 use backprop_ninja::{forward_with_autograd, Weights};
 use clap::{Args, Parser, Subcommand};
 use data::makemore::Splits;
-use makemore_mlp::BATCH_SIZE;
+use backprop_ninja::train::BATCH_SIZE;
 use report::{Run, RunArgs, Target};
 use serde_json::json;
 use std::process::ExitCode;

@@ -5,10 +5,17 @@ use crate::fused::{batchnorm_backward, cross_entropy_backward};
 use crate::model::{Weights, BLOCK_SIZE, N_EMBD};
 use data::makemore::Dataset;
 use data::makemore::Vocab;
-use makemore_mlp::{lecture_lr, BATCH_SIZE};
 use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
+
+/// The minibatch size (`batch_size = 32`, cell[22]).
+pub const BATCH_SIZE: usize = 32;
+
+/// The learning rate of step `i`: `lr = 0.1 if i < 100000 else 0.01` (cell[22]).
+pub fn lecture_lr(i: usize) -> f32 {
+    autograd::step_decay(i, 0.1, &[(100_000, 0.01)])
+}
 
 /// Batch-norm statistics: a batch's, or the training set's after calibration.
 #[derive(Clone, Debug)]
