@@ -1,20 +1,26 @@
+//! `gpt2 sample --model DIR`: build-nanogpt's sampling demo;
 //! `gpt2 logits --model DIR --ids 1,2,3`: one JSON row of logits per position,
 //! for checking a model against another implementation.
 //!
 //! `DIR` holds Hugging Face's `config.json` and `model.safetensors`, such as
 //! the `gpt2` checkpoint or a model saved by `transformers`.
 
+use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tensor::rng::TorchGenerator;
 
 // Every forward pass allocates and frees large activations; mimalloc keeps them.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
-#[command(name = "gpt2", about = "Lecture 9: GPT-2 (124M) and OpenAI's weights")]
+#[command(
+    name = "gpt2",
+    about = "Lecture 9: GPT-2 (124M), OpenAI's weights and sampling"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -22,6 +28,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Continue a prompt, as build-nanogpt's demo does (top-k sampling).
+    Sample {
+        /// Folder with config.json and model.safetensors.
+        #[arg(long)]
+        model: PathBuf,
+        /// The text to continue.
+        #[arg(long, default_value = "Hello, I'm a language model,")]
+        prompt: String,
+        /// How many continuations.
+        #[arg(long, default_value_t = 5)]
+        num_return_sequences: usize,
+        /// Tokens per continuation, the prompt's included.
+        #[arg(long, default_value_t = 30)]
+        max_length: usize,
+        /// Sample among this many most likely tokens.
+        #[arg(long, default_value_t = 50)]
+        top_k: usize,
+        /// `torch.manual_seed` of the sampling generator.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// Print the logits of a token sequence as JSON, one row per position.
     Logits {
         /// Folder with config.json and model.safetensors.
@@ -35,6 +62,38 @@ enum Command {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
+        Command::Sample {
+            model,
+            prompt,
+            num_return_sequences,
+            max_length,
+            top_k,
+            seed,
+        } => {
+            let tok = Gpt2Tokenizer::from_data_dir()
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            let ids = tok
+                .encode(&prompt, &AllowedSpecial::NoneRaise)
+                .map_err(|e| e.to_string())?;
+            let ids: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
+            let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
+            let mut rng = TorchGenerator::manual_seed(seed);
+            let rows = gpt2::sample::generate(
+                &gpt,
+                &params,
+                &ids,
+                num_return_sequences,
+                max_length,
+                top_k,
+                &mut rng,
+            )?;
+            for row in rows {
+                let row: Vec<u32> = row.iter().map(|&i| i as u32).collect();
+                let text = tok.decode_bytes(&row).map_err(|e| e.to_string())?;
+                println!("> {}", String::from_utf8_lossy(&text));
+            }
+        }
         Command::Logits { model, ids } => {
             let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
             let logits = gpt2::sample::logits(&gpt, &params, &ids)?; // (T, V)

@@ -66,3 +66,19 @@ fn the_full_vocabulary_model_gives_transformers_prompt_logits() {
         "prompt logits differ from transformers' by {diff}"
     );
 }
+
+#[test]
+fn the_sampling_demo_draws_pytorchs_tokens() {
+    let bytes = std::fs::read(fixtures().join("tiny_vocab_expected.safetensors")).unwrap();
+    let expected = SafeTensors::deserialize(&bytes).unwrap();
+    let (model, params) = gpt2::hf::from_pretrained(&fixtures().join("tiny-vocab")).unwrap();
+    let prompt = ints(&expected, "prompt");
+    let mut rng = tensor::rng::TorchGenerator::manual_seed(42);
+    let rows = gpt2::sample::generate(&model, &params, &prompt, 5, 30, 50, &mut rng).unwrap();
+    let want = ints(&expected, "samples");
+    assert_eq!(
+        rows.concat(),
+        want,
+        "5 × 30 tokens, top-k 50, manual_seed(42)"
+    );
+}
