@@ -1,6 +1,6 @@
 //! A random GPT-2 saved by `transformers` (`fixtures/tiny/`), loaded here and
 //! run against what `transformers` computed for it (`fixtures/tiny_expected.safetensors`,
-//! made by `fixtures/make_fixtures.py`).
+//! made by `fixtures/make_fixtures.py`): logits, loss and every gradient.
 
 use autograd::{ForwardPass, Graph};
 use safetensors::SafeTensors;
@@ -32,15 +32,56 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[test]
-fn logits_match_transformers() {
+fn logits_loss_and_every_gradient_match_transformers() {
     let bytes = std::fs::read(fixtures().join("tiny_expected.safetensors")).unwrap();
     let expected = SafeTensors::deserialize(&bytes).unwrap();
-    let (model, params) = gpt2::hf::from_pretrained(&fixtures().join("tiny")).unwrap();
-    let x = ints(&expected, "x");
-    let graph = Graph::no_grad();
-    let logits = model.forward(&ForwardPass::eval(&graph, &params), &x, 2, 16); // (2, 16, 64)
+    let (model, mut params) = gpt2::hf::from_pretrained(&fixtures().join("tiny")).unwrap();
+    let (x, y) = (ints(&expected, "x"), ints(&expected, "y"));
+    let graph = Graph::new();
+    let pass = ForwardPass::eval(&graph, &params);
+    let logits = model.forward(&pass, &x, 2, 16); // (2, 16, 64)
     let diff = max_abs_diff(&logits.value().to_vec(), &floats(&expected, "logits"));
     assert!(diff < 1e-4, "logits differ from transformers' by {diff}");
+    let loss = logits.reshape(&[32, 64]).cross_entropy(&y);
+    let want = floats(&expected, "loss")[0];
+    assert!(
+        (loss.item() - want).abs() < 1e-4,
+        "loss {} vs transformers' {want}",
+        loss.item()
+    );
+    params.zero_grad();
+    loss.backward_into(&mut params);
+    let mut checked = 0;
+    for (_, p) in params.iter() {
+        let key = format!("grad.{}", p.name);
+        let grad = p
+            .grad
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no gradient", p.name));
+        // transformers' Conv1D weights are (in, out); ours are (out, in).
+        let conv1d = p.name.ends_with("c_attn.weight")
+            || p.name.ends_with("c_proj.weight")
+            || p.name.ends_with("c_fc.weight");
+        let ours = if conv1d {
+            grad.transpose(0, 1).contiguous()
+        } else {
+            grad.clone()
+        };
+        let theirs = floats(&expected, &key);
+        let scale = theirs.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let diff = max_abs_diff(&ours.to_vec(), &theirs);
+        assert!(
+            diff <= 1e-4 * scale,
+            "{}: gradient differs by {diff}, largest entry {scale}",
+            p.name
+        );
+        checked += 1;
+    }
+    assert_eq!(
+        checked,
+        2 + 3 * 12 + 2,
+        "every parameter's gradient was compared"
+    );
 }
 
 #[test]

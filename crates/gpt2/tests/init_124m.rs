@@ -1,8 +1,9 @@
 //! The 124M model at init against PyTorch running build-nanogpt's `GPT`
 //! (`fixtures/make_fixtures.py`, `gpt2_124m_init.json`): every tensor's
-//! SHA-256 and the parameter count.
+//! SHA-256, the parameter count, and the loss on the lecture's first batch.
 
-use autograd::{Init, Params};
+use autograd::{ForwardPass, Graph, Init, Params};
+use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use gpt2::{Gpt, GptConfig, InitScheme};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -12,11 +13,21 @@ fn fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/gpt2_124m_init.json")).unwrap()
 }
 
+/// The lecture's first batch: the first 4·32+1 GPT-2 tokens of tiny Shakespeare's
+/// first 1,000 characters (build-nanogpt 92b5bf9), encoded by `bpe`'s r50k.
+fn first_batch() -> Vec<usize> {
+    let text = std::fs::read_to_string(data::path("tinyshakespeare.txt").unwrap()).unwrap();
+    let text: String = text.chars().take(1000).collect();
+    let tok = Gpt2Tokenizer::from_data_dir().unwrap().into_inner();
+    let ids = tok.encode(&text, &AllowedSpecial::NoneRaise).unwrap();
+    ids[..4 * 32 + 1].iter().map(|&i| i as usize).collect()
+}
+
 fn check(key: &str, scheme: InitScheme) {
     let fx = &fixture()[key];
     let mut params = Params::new();
     let mut rng = TorchGenerator::manual_seed(1337);
-    Gpt::new(
+    let model = Gpt::new(
         &mut Init::new(&mut params, &mut rng),
         GptConfig::preset("gpt2").unwrap(),
         scheme,
@@ -46,9 +57,30 @@ fn check(key: &str, scheme: InitScheme) {
             p.name
         );
     }
+    let tokens = first_batch();
+    let batch: Vec<usize> = fixture()["batch_tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(
+        tokens, batch,
+        "bpe's r50k and tiktoken's gpt2 tokens of the first batch"
+    );
+    let (x, y) = (&tokens[..128], &tokens[1..]);
+    let graph = Graph::no_grad();
+    let loss = model
+        .loss(&ForwardPass::eval(&graph, &params), x, y, 4, 32)
+        .item() as f64;
+    let want = fx["loss"].as_f64().unwrap();
+    assert!(
+        (loss - want).abs() < 1e-5,
+        "{key}: loss {loss}, PyTorch {want}"
+    );
 }
 
 #[test]
-fn default_init_untied_equals_pytorchs_tensor_for_tensor() {
+fn default_init_untied_equals_pytorchs_tensor_for_tensor_and_gives_its_loss() {
     check("default_init_untied", InitScheme::PyTorchDefaultUntied);
 }
