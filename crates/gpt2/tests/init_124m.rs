@@ -81,6 +81,40 @@ fn check(key: &str, scheme: InitScheme) {
 }
 
 #[test]
+fn gpt2_init_equals_pytorchs_tensor_for_tensor_and_gives_its_loss() {
+    check("gpt2_init", InitScheme::Gpt2);
+}
+
+#[test]
 fn default_init_untied_equals_pytorchs_tensor_for_tensor_and_gives_its_loss() {
     check("default_init_untied", InitScheme::PyTorchDefaultUntied);
+}
+
+#[test]
+fn parameter_counts_at_both_vocab_sizes() {
+    // The padded vocabulary of build-nanogpt 7230096 ("vocab size 50257 -> 50304 nice").
+    for (vocab, want) in [(50257, 124_439_808), (50304, 124_475_904)] {
+        let config = GptConfig {
+            vocab_size: vocab,
+            ..GptConfig::preset("gpt2").unwrap()
+        };
+        let c = config.n_embd;
+        // Count without drawing: wte, wpe, 12 blocks, ln_f.
+        let block = 2 * c
+            + (3 * c * c + 3 * c)
+            + (c * c + c)
+            + 2 * c
+            + (4 * c * c + 4 * c)
+            + (4 * c * c + c);
+        let count = vocab * c + config.block_size * c + config.n_layer * block + 2 * c;
+        assert_eq!(count, want, "formula at vocab {vocab}");
+        let mut params = Params::new();
+        let mut rng = TorchGenerator::manual_seed(0);
+        Gpt::new(
+            &mut Init::new(&mut params, &mut rng),
+            config,
+            InitScheme::Gpt2,
+        );
+        assert_eq!(params.count(), want, "built model at vocab {vocab}");
+    }
 }
