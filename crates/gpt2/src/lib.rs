@@ -19,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod hf;
+pub mod kv_cache;
 pub mod model;
 pub mod sample;
 

@@ -79,7 +79,8 @@ fn run(cli: Cli) -> Result<(), String> {
             let ids: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
             let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
             let mut rng = TorchGenerator::manual_seed(seed);
-            let rows = gpt2::sample::generate(
+            // The cache draws the same tokens as the plain loop, without redoing the prefix.
+            let rows = gpt2::kv_cache::generate(
                 &gpt,
                 &params,
                 &ids,

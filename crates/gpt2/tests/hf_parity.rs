@@ -123,3 +123,69 @@ fn the_sampling_demo_draws_pytorchs_tokens() {
         "5 × 30 tokens, top-k 50, manual_seed(42)"
     );
 }
+
+#[test]
+fn the_kv_cache_draws_the_same_tokens() {
+    let bytes = std::fs::read(fixtures().join("tiny_vocab_expected.safetensors")).unwrap();
+    let expected = SafeTensors::deserialize(&bytes).unwrap();
+    let (model, params) = gpt2::hf::from_pretrained(&fixtures().join("tiny-vocab")).unwrap();
+    let prompt = ints(&expected, "prompt");
+    // The demo, and a longer run that fills the 64-position context.
+    for (rows, length, seed) in [(5, 30, 42), (3, 64, 7)] {
+        let plain = gpt2::sample::generate(
+            &model,
+            &params,
+            &prompt,
+            rows,
+            length,
+            50,
+            &mut tensor::rng::TorchGenerator::manual_seed(seed),
+        )
+        .unwrap();
+        let cached = gpt2::kv_cache::generate(
+            &model,
+            &params,
+            &prompt,
+            rows,
+            length,
+            50,
+            &mut tensor::rng::TorchGenerator::manual_seed(seed),
+        )
+        .unwrap();
+        assert_eq!(plain, cached, "{rows} × {length}, seed {seed}");
+    }
+    let want = ints(&expected, "samples");
+    let cached = gpt2::kv_cache::generate(
+        &model,
+        &params,
+        &prompt,
+        5,
+        30,
+        50,
+        &mut tensor::rng::TorchGenerator::manual_seed(42),
+    )
+    .unwrap();
+    assert_eq!(cached.concat(), want, "PyTorch's tokens");
+}
+
+#[test]
+fn cached_logits_equal_the_full_forwards() {
+    let (model, params) = gpt2::hf::from_pretrained(&fixtures().join("tiny")).unwrap();
+    let ids: Vec<usize> = (0..16).map(|i| (i * 7 + 3) % 64).collect();
+    let full = gpt2::sample::logits(&model, &params, &ids)
+        .unwrap()
+        .to_vec(); // (16, 64)
+    let mut cache = gpt2::kv_cache::KvCache::new(model.config.n_layer);
+    let mut cached =
+        gpt2::kv_cache::forward_cached(&model, &params, &ids[..5], 1, 5, &mut cache).to_vec();
+    for &id in &ids[5..] {
+        cached.extend(
+            gpt2::kv_cache::forward_cached(&model, &params, &[id], 1, 1, &mut cache).to_vec(),
+        );
+    }
+    assert!(
+        max_abs_diff(&full, &cached) < 1e-5,
+        "{}",
+        max_abs_diff(&full, &cached)
+    );
+}
