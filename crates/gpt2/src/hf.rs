@@ -17,7 +17,7 @@ use crate::model::{Gpt, GptConfig, InitScheme};
 use autograd::{Init, Params};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
@@ -350,3 +350,88 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
     Ok((model, params))
 }
 // ANCHOR_END: from_pretrained
+
+// ANCHOR: save_pretrained
+/// `save_pretrained`: writes `dir/config.json` and `dir/model.safetensors` as
+/// `transformers` does for a GPT-2 (the tied head left out, the `Conv1D`
+/// weights stored `(in, out)`). Each file is written to a temporary name and
+/// renamed.
+pub fn save_pretrained(dir: &Path, model: &Gpt, params: &Params) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let c = model.config;
+    let config = serde_json::json!({
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+        "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+        "n_positions": c.block_size, "n_ctx": c.block_size, "vocab_size": c.vocab_size,
+        "n_layer": c.n_layer, "n_head": c.n_head, "n_embd": c.n_embd,
+        "tie_word_embeddings": true, "bos_token_id": 50256, "eos_token_id": 50256,
+    });
+    let text = serde_json::to_string_pretty(&config).expect("JSON") + "\n";
+    write_atomic(&dir.join("config.json"), text.as_bytes())?;
+    // (name, parameter, stored as Conv1D); each tensor is made only as it is written.
+    let mut tensors: Vec<(String, autograd::ParamId, bool)> = params
+        .iter()
+        .map(|(id, p)| {
+            (
+                p.name.clone(),
+                id,
+                CONV1D.iter().any(|s| p.name.ends_with(s)),
+            )
+        })
+        .collect();
+    tensors.sort_by(|a, b| a.0.cmp(&b.0));
+    let stored = |id, conv1d: bool| -> Tensor {
+        let value = params.value(id);
+        if conv1d {
+            value.transpose(0, 1).contiguous()
+        } else {
+            value.clone()
+        }
+    };
+    let mut header = serde_json::Map::new();
+    header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
+    let mut at = 0u64;
+    for (name, id, conv1d) in &tensors {
+        let mut shape = params.value(*id).shape().to_vec();
+        if *conv1d {
+            shape.reverse();
+        }
+        let bytes = 4 * shape.iter().product::<usize>() as u64;
+        header.insert(
+            name.clone(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [at, at + bytes]}),
+        );
+        at += bytes;
+    }
+    let mut header = serde_json::to_vec(&header).expect("JSON");
+    header.resize(header.len().div_ceil(8) * 8, b' '); // the data starts 8-byte aligned
+                                                       // Streamed tensor by tensor, so saving holds no second copy of the model.
+    let path = dir.join("model.safetensors");
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let tmp = path.with_extension("tmp");
+    let mut out = std::io::BufWriter::new(File::create(&tmp).map_err(err)?);
+    out.write_all(&(header.len() as u64).to_le_bytes())
+        .map_err(err)?;
+    out.write_all(&header).map_err(err)?;
+    for (_, id, conv1d) in &tensors {
+        for v in stored(*id, *conv1d).to_vec() {
+            out.write_all(&v.to_le_bytes()).map_err(err)?;
+        }
+    }
+    out.into_inner()
+        .map_err(|e| err(e.into_error()))?
+        .sync_all()
+        .map_err(err)?;
+    std::fs::rename(&tmp, &path).map_err(err)
+}
+// ANCHOR_END: save_pretrained
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let tmp = path.with_extension("tmp");
+    let mut file = File::create(&tmp).map_err(err)?;
+    file.write_all(bytes).map_err(err)?;
+    file.sync_all().map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
+}

@@ -20,6 +20,7 @@
 
 pub mod hf;
 pub mod kv_cache;
+pub mod llmc;
 pub mod model;
 pub mod sample;
 

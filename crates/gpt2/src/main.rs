@@ -49,6 +49,27 @@ enum Command {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// Write a model as llm.c's checkpoint (gpt2_124M.bin's format).
+    ToLlmc {
+        /// Folder with config.json and model.safetensors.
+        #[arg(long)]
+        model: PathBuf,
+        /// The checkpoint to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Store bfloat16 (llm.c's version 5) instead of float32 (version 3).
+        #[arg(long)]
+        bf16: bool,
+    },
+    /// Read llm.c's checkpoint and save it in Hugging Face's layout.
+    FromLlmc {
+        /// An llm.c checkpoint (version 3 or 5).
+        #[arg(long)]
+        checkpoint: PathBuf,
+        /// Folder for config.json and model.safetensors.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Print the logits of a token sequence as JSON, one row per position.
     Logits {
         /// Folder with config.json and model.safetensors.
@@ -94,6 +115,21 @@ fn run(cli: Cli) -> Result<(), String> {
                 let text = tok.decode_bytes(&row).map_err(|e| e.to_string())?;
                 println!("> {}", String::from_utf8_lossy(&text));
             }
+        }
+        Command::ToLlmc { model, out, bf16 } => {
+            let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
+            let dtype = if bf16 {
+                gpt2::llmc::Dtype::Bf16
+            } else {
+                gpt2::llmc::Dtype::F32
+            };
+            gpt2::llmc::write_model(&out, &gpt, &params, dtype)?;
+            println!("wrote {}", out.display());
+        }
+        Command::FromLlmc { checkpoint, out } => {
+            let (gpt, params) = gpt2::llmc::read_model(&checkpoint)?;
+            gpt2::hf::save_pretrained(&out, &gpt, &params)?;
+            println!("wrote {}", out.display());
         }
         Command::Logits { model, ids } => {
             let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
