@@ -18,6 +18,7 @@
 //!   tokens, top-k 50, `torch.manual_seed(42)`) gives PyTorch's tokens.
 #![deny(missing_docs)]
 
+pub mod hellaswag;
 pub mod hf;
 pub mod kv_cache;
 pub mod llmc;

@@ -70,6 +70,21 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Score a model on HellaSwag the way build-nanogpt's hellaswag.py does.
+    Eval {
+        /// The benchmark (only `hellaswag`).
+        #[arg(value_parser = ["hellaswag"])]
+        benchmark: String,
+        /// Folder with config.json and model.safetensors.
+        #[arg(long)]
+        model: PathBuf,
+        /// The examples: rowanz/hellaswag's data/hellaswag_val.jsonl, or a file in its format.
+        #[arg(long)]
+        file: PathBuf,
+        /// Score only the first N examples.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
     /// Print the logits of a token sequence as JSON, one row per position.
     Logits {
         /// Folder with config.json and model.safetensors.
@@ -130,6 +145,37 @@ fn run(cli: Cli) -> Result<(), String> {
             let (gpt, params) = gpt2::llmc::read_model(&checkpoint)?;
             gpt2::hf::save_pretrained(&out, &gpt, &params)?;
             println!("wrote {}", out.display());
+        }
+        Command::Eval {
+            benchmark: _,
+            model,
+            file,
+            limit,
+        } => {
+            let mut examples = gpt2::hellaswag::read_examples(&file)?;
+            examples.truncate(limit.unwrap_or(usize::MAX));
+            let tok = Gpt2Tokenizer::from_data_dir()
+                .map_err(|e| e.to_string())?
+                .into_inner();
+            let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
+            let n = examples.len();
+            let acc = gpt2::hellaswag::evaluate(&gpt, &params, &tok, &examples, |a| {
+                if a.total % 100 == 0 || a.total == n {
+                    eprintln!(
+                        "{}/{n} acc_norm: {}/{}={:.4}",
+                        a.total,
+                        a.correct_norm,
+                        a.total,
+                        a.acc_norm()
+                    );
+                }
+            })?;
+            println!(
+                "hellaswag: {} examples, acc {:.4}, acc_norm {:.4}",
+                acc.total,
+                acc.acc(),
+                acc.acc_norm()
+            );
         }
         Command::Logits { model, ids } => {
             let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
