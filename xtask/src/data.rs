@@ -24,7 +24,8 @@ const MIRROR_VAR: &str = "ZTH_DATA_MIRROR";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Only this file, as named in datasets/README.md (e.g. names.txt, tokenizers/vocab.bpe).
+    /// Only this file, as named in datasets/README.md (e.g. names.txt, tokenizers/vocab.bpe);
+    /// `gpt2` fetches OpenAI's GPT-2 (124M) from the Hugging Face hub into gpt2/ (548 MB).
     name: Option<String>,
     /// Only verify what is there; download nothing.
     #[arg(long)]
@@ -39,6 +40,18 @@ pub fn run(args: Args) -> TaskResult {
         Some(d) => DataDir::explicit(d),
         None => DataDir::resolve(),
     };
+    if args.name.as_deref() == Some("gpt2") {
+        // Not in the catalogue: large, and checked against the hub's own checksum.
+        let base =
+            std::env::var(crate::hub::URL_VAR).unwrap_or_else(|_| crate::hub::HUB_URL.to_string());
+        let folder = crate::hub::fetch_gpt2(&dir.path.join("gpt2"), &base)?;
+        println!(
+            "gpt2 is in {}: cargo run --release -p gpt2 -- sample --model {}",
+            folder.display(),
+            folder.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let files: Vec<&'static DataFile> = match &args.name {
         Some(name) => vec![::data::file(name)
             .ok_or_else(|| DataError::Unknown { name: name.clone() }.to_string())?],

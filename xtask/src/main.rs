@@ -3,7 +3,7 @@
 //! ```text
 //! cargo xtask list                     lectures, their crates, and which exist yet
 //! cargo xtask lecture N [--quick]      fetch the data, then train and check lecture N
-//! cargo xtask data [NAME] [--check]    download / verify the datasets
+//! cargo xtask data [NAME] [--check]    download / verify the datasets (`data gpt2`: OpenAI's weights)
 //! cargo xtask test                     fetch the data, then run every test in release
 //! cargo xtask bench [--crate C]        criterion benches, plus PyTorch references if found
 //! cargo xtask pages [--check]          refresh (or check) the code quoted in lectures/*.md
@@ -14,6 +14,7 @@
 
 mod bench;
 mod data;
+mod hub;
 mod lecture;
 mod list;
 mod pages;
