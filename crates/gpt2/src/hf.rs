@@ -13,13 +13,12 @@
 //! weights, `(in, out)`; this model's `Linear`s hold `(out, in)`, as PyTorch's
 //! do, so those four are transposed on the way in.
 
-use crate::model::{Gpt, GptConfig, InitScheme};
-use autograd::{Init, Params};
+use crate::model::{Gpt, GptConfig};
+use autograd::Params;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
 /// The projections stored as `Conv1D` weights, `(in, out)`.
@@ -285,14 +284,9 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
     let path = dir.join("model.safetensors");
     let mut file = SafeTensors::open(&path)?;
     let err = |what: String| format!("{}: {what}", path.display());
-    // The weights are about to be overwritten; the init's draws are only spent.
+    // Zeros that draw nothing and stay untouched until overwritten.
     let mut params = Params::new();
-    let mut rng = TorchGenerator::manual_seed(1337);
-    let model = Gpt::new(
-        &mut Init::new(&mut params, &mut rng),
-        config,
-        InitScheme::Gpt2,
-    );
+    let model = Gpt::zeros(&mut params, config);
     let ids: BTreeMap<String, autograd::ParamId> =
         params.iter().map(|(id, p)| (p.name.clone(), id)).collect();
     let mut filled = BTreeSet::new();
@@ -336,6 +330,8 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
                 "tensor {key}: expected shape {stored:?}{layout} from config.json, found {found:?}"
             )));
         }
+        // Drop the zeros before reading, so the two never coexist.
+        params.get_mut(id).value = Tensor::zeros(&[0]);
         let value = file.read_f32(&key)?;
         params.get_mut(id).value = if conv1d {
             value.transpose(0, 1).contiguous()

@@ -12,12 +12,11 @@
 //! The tokenizer is a header `[magic 20240328, version 2, n, eot]` then, for
 //! each token, one length byte and that many bytes.
 
-use crate::model::{Gpt, GptConfig, InitScheme};
-use autograd::{Init, ParamId, Params};
+use crate::model::{Gpt, GptConfig};
+use autograd::{ParamId, Params};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
-use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
 /// `header[0]` of a checkpoint.
@@ -205,13 +204,9 @@ pub fn read_model(path: &Path) -> Result<(Gpt, Params), String> {
             "{len} bytes, but its header describes {want} (truncated or damaged?)"
         )));
     }
+    // Zeros that draw nothing and stay untouched until overwritten.
     let mut params = Params::new();
-    let mut rng = TorchGenerator::manual_seed(1337); // every value is overwritten
-    let model = Gpt::new(
-        &mut Init::new(&mut params, &mut rng),
-        config,
-        InitScheme::Gpt2,
-    );
+    let model = Gpt::zeros(&mut params, config);
     for id in llmc_order(&model) {
         let shape = params.value(id).shape().to_vec();
         let rows = if id == model.wte.weight { vp } else { shape[0] };

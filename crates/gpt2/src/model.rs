@@ -8,7 +8,7 @@
 //! reused as they are; the names (`c_attn`, `c_proj`, `ln_1`, …) are OpenAI's,
 //! so the parameters carry Hugging Face's names.
 
-use autograd::{ForwardPass, Init, Var};
+use autograd::{ForwardPass, Init, ParamId, Params, Var};
 use gpt::model::{CausalSelfAttention, LayerNorm};
 use gpt::nn::{Embedding, Linear};
 use serde::{Deserialize, Serialize};
@@ -211,6 +211,64 @@ impl Gpt {
             model.init_weights(init);
         }
         model
+    }
+
+    /// The model of `config` with every parameter zero, drawing nothing: the
+    /// frame [`crate::hf::from_pretrained`] and [`crate::llmc::read_model`]
+    /// fill. Zeroed memory is not touched until it is written, so a load
+    /// holds about one copy of the weights, not two.
+    pub fn zeros(params: &mut Params, config: GptConfig) -> Gpt {
+        let (v, c) = (config.vocab_size, config.n_embd);
+        let mut add = |name: &str, shape: &[usize]| params.add(name, Tensor::zeros(shape));
+        let linear = |add: &mut dyn FnMut(&str, &[usize]) -> ParamId,
+                      name: &str,
+                      fan_in: usize,
+                      fan_out: usize| Linear {
+            weight: add(&format!("{name}.weight"), &[fan_out, fan_in]),
+            bias: Some(add(&format!("{name}.bias"), &[fan_out])),
+        };
+        let layer_norm = |add: &mut dyn FnMut(&str, &[usize]) -> ParamId, name: &str| LayerNorm {
+            weight: add(&format!("{name}.weight"), &[c]),
+            bias: Some(add(&format!("{name}.bias"), &[c])),
+        };
+        let wte = Embedding {
+            weight: add("transformer.wte.weight", &[v, c]),
+        };
+        let wpe = Embedding {
+            weight: add("transformer.wpe.weight", &[config.block_size, c]),
+        };
+        let h = (0..config.n_layer)
+            .map(|i| {
+                let name = format!("transformer.h.{i}");
+                Block {
+                    ln_1: layer_norm(&mut add, &format!("{name}.ln_1")),
+                    attn: CausalSelfAttention {
+                        c_attn: linear(&mut add, &format!("{name}.attn.c_attn"), c, 3 * c),
+                        c_proj: linear(&mut add, &format!("{name}.attn.c_proj"), c, c),
+                        n_head: config.n_head,
+                        dropout: 0.0,
+                    },
+                    ln_2: layer_norm(&mut add, &format!("{name}.ln_2")),
+                    mlp: Mlp {
+                        c_fc: linear(&mut add, &format!("{name}.mlp.c_fc"), c, 4 * c),
+                        c_proj: linear(&mut add, &format!("{name}.mlp.c_proj"), 4 * c, c),
+                    },
+                }
+            })
+            .collect();
+        let ln_f = layer_norm(&mut add, "transformer.ln_f");
+        let lm_head = Linear {
+            weight: wte.weight,
+            bias: None,
+        };
+        Gpt {
+            config,
+            wte,
+            wpe,
+            h,
+            ln_f,
+            lm_head,
+        }
     }
 
     /// `self.apply(self._init_weights)`: PyTorch's `apply` visits the modules
