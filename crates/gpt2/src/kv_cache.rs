@@ -12,6 +12,7 @@ use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
 /// Each layer's keys and values so far, `(B, nh, T, hs)`.
+#[derive(Clone)]
 pub struct KvCache {
     keys: Vec<Option<Tensor>>,
     values: Vec<Option<Tensor>>,

@@ -1,0 +1,77 @@
+//! GPT-2 124M inference, random weights, timed beside `inference_torch.py`
+//! (PyTorch and `transformers` doing the same work; `cargo xtask bench --crate gpt2`
+//! runs both):
+//! - the forward pass at B=1, T=1024;
+//! - one decoded token at position 1,000 with the key/value cache, and
+//!   without it (the whole 1,001-token sequence again): tokens per second.
+//!
+//! Prints the median of several runs and the peak RSS.
+
+use autograd::{Init, Params};
+use gpt2::kv_cache::{forward_cached, KvCache};
+use gpt2::{Gpt, GptConfig, InitScheme};
+use std::time::Instant;
+use tensor::rng::TorchGenerator;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(f64::NAN);
+    kib / 1024.0
+}
+
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    f(); // warm-up
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t0 = Instant::now();
+            f();
+            t0.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[runs / 2]
+}
+
+fn main() {
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(1337);
+    let model = Gpt::new(
+        &mut Init::new(&mut params, &mut rng),
+        GptConfig::preset("gpt2").unwrap(),
+        InitScheme::Gpt2,
+    );
+    let ids: Vec<usize> = (0..1024).map(|i| (i * 7919) % 50257).collect();
+    let forward = median_ms(5, || {
+        gpt2::sample::logits(&model, &params, &ids).unwrap();
+    });
+    println!("gpt2 forward B=1 T=1024: {forward:.1} ms");
+    let mut cache = KvCache::new(12);
+    forward_cached(&model, &params, &ids[..1000], 1, 1000, &mut cache);
+    let cached = median_ms(9, || {
+        let mut step = KvCache::new(12);
+        // The same cache each time: position 1,000 attends to the 1,000 cached positions.
+        std::mem::swap(&mut step, &mut cache);
+        let snapshot = step.clone();
+        forward_cached(&model, &params, &ids[1000..1001], 1, 1, &mut step);
+        cache = snapshot;
+    });
+    let uncached = median_ms(3, || {
+        gpt2::sample::logits(&model, &params, &ids[..1001]).unwrap();
+    });
+    println!(
+        "gpt2 decode at position 1000, with the cache: {cached:.1} ms/token = {:.1} tokens/s",
+        1e3 / cached
+    );
+    println!(
+        "gpt2 decode at position 1000, no cache: {uncached:.1} ms/token = {:.2} tokens/s",
+        1e3 / uncached
+    );
+    println!("gpt2 peak RSS: {:.0} MiB", peak_rss_mib());
+}
