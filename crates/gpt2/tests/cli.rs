@@ -1,0 +1,81 @@
+//! The `gpt2` command: its JSON logits against `transformers`', and its errors.
+
+use safetensors::SafeTensors;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn gpt2(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn logits_prints_transformers_logits_as_json_rows() {
+    let bytes = std::fs::read(fixtures().join("tiny_vocab_expected.safetensors")).unwrap();
+    let expected = SafeTensors::deserialize(&bytes).unwrap();
+    let prompt: Vec<String> = expected
+        .tensor("prompt")
+        .unwrap()
+        .data()
+        .chunks_exact(4)
+        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]).to_string())
+        .collect();
+    let model = fixtures().join("tiny-vocab");
+    let (ok, stdout, stderr) = gpt2(&[
+        "logits",
+        "--model",
+        model.to_str().unwrap(),
+        "--ids",
+        &prompt.join(","),
+    ]);
+    assert!(ok, "{stderr}");
+    let rows: Vec<Vec<f32>> = serde_json::from_str(&stdout).unwrap();
+    let want: Vec<f32> = expected
+        .tensor("prompt_logits")
+        .unwrap()
+        .data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!((rows.len(), rows[0].len()), (prompt.len(), 50257));
+    let diff = rows
+        .concat()
+        .iter()
+        .zip(&want)
+        .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(
+        diff < 1e-4,
+        "gpt2 logits differs from transformers by {diff}"
+    );
+}
+
+#[test]
+fn requests_the_model_cannot_serve_are_clear_errors() {
+    let model = fixtures().join("tiny-vocab");
+    let model = model.to_str().unwrap();
+    // The tiny model's context is 64 tokens.
+    let long: Vec<String> = (0..65).map(|i| i.to_string()).collect();
+    let (ok, _, stderr) = gpt2(&["logits", "--model", model, "--ids", &long.join(",")]);
+    assert!(
+        !ok && stderr.contains("65 tokens: the context holds 1 to 64"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = gpt2(&["sample", "--model", model, "--max-length", "65"]);
+    assert!(
+        !ok && stderr.contains("cannot generate 65 tokens"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = gpt2(&["logits", "--model", "/nonexistent", "--ids", "1"]);
+    assert!(
+        !ok && stderr.contains("/nonexistent/config.json"),
+        "{stderr}"
+    );
+}
