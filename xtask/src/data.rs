@@ -169,6 +169,23 @@ impl fmt::Display for FetchError {
     }
 }
 
+/// The progress bar of a download of `total` bytes (if known), labelled `name`.
+pub fn download_bar(total: Option<u64>, name: &str) -> indicatif::ProgressBar {
+    let bar = match total {
+        Some(n) => indicatif::ProgressBar::new(n),
+        None => indicatif::ProgressBar::no_length(),
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(name.to_string());
+    bar
+}
+
 /// Downloads `file` into `dir` (from `base/<name>` if a base URL is given),
 /// checks its SHA-256 and renames it into place. Returns the final path.
 pub fn fetch(file: &DataFile, dir: &Path, base: Option<&str>) -> Result<PathBuf, FetchError> {
@@ -201,18 +218,7 @@ pub fn fetch(file: &DataFile, dir: &Path, base: Option<&str>) -> Result<PathBuf,
     })?;
     let total = response.body().content_length();
 
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::no_length(),
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(file.name);
+    let bar = download_bar(total, file.name);
 
     let file_name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
     let tmp = parent.join(format!(

@@ -89,22 +89,11 @@ fn download(url: &str, dest: &Path, sha256: Option<&str>) -> Result<(), String> 
         .map_err(io(&part))?;
     let start = if resumed { have } else { 0 };
     let total = response.body().content_length().map(|n| n + start);
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::no_length(),
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(
-        dest.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    );
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bar = crate::data::download_bar(total, &name);
     bar.set_position(start);
     if resumed {
         bar.println(format!("resuming {} at byte {start}", dest.display()));
