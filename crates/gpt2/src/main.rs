@@ -85,6 +85,15 @@ enum Command {
         #[arg(long)]
         limit: Option<usize>,
     },
+    /// Train a stage of the video's loop (so far the first: overfit-batch).
+    Train {
+        /// The stage.
+        #[arg(long, value_enum)]
+        stage: gpt2::train::TrainStage,
+        /// Steps (the video: 50).
+        #[arg(long, default_value_t = 50)]
+        steps: usize,
+    },
     /// Print the logits of a token sequence as JSON, one row per position.
     Logits {
         /// Folder with config.json and model.safetensors.
@@ -176,6 +185,13 @@ fn run(cli: Cli) -> Result<(), String> {
                 acc.acc(),
                 acc.acc_norm()
             );
+        }
+        Command::Train { stage, steps } => {
+            let mut report = report::Stage::standalone("train");
+            let losses = gpt2::train::train(stage, steps, &mut report)?;
+            for (i, loss) in losses.iter().enumerate() {
+                println!("step {i}, loss: {loss}");
+            }
         }
         Command::Logits { model, ids } => {
             let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
