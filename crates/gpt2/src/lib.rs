@@ -14,7 +14,7 @@
 //!   1e-5 (−ln(1/50257) = 10.8249 for a uniform guess);
 //! - a random GPT-2 saved by `transformers`: logits within 1e-4, the loss and
 //!   every gradient within 1e-4 (relative to the tensor's largest entry);
-//! - the first training stage (7822fce): the step-0 loss within
+//! - the first training stages (7822fce, 631f7d6): the step-0 loss within
 //!   1e-5 and the first five steps within 1e-4 of PyTorch's run of the same
 //!   code ([`train`]);
 //! - the sampling demo (af6e591: "Hello, I'm a language model,", 5 × 30

@@ -85,7 +85,7 @@ enum Command {
         #[arg(long)]
         limit: Option<usize>,
     },
-    /// Train a stage of the video's loop (so far the first: overfit-batch).
+    /// Train a stage of the video's loop (so far the first two: overfit-batch, dataloader).
     Train {
         /// The stage.
         #[arg(long, value_enum)]

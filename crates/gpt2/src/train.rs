@@ -1,12 +1,14 @@
-//! build-nanogpt's training loop, as the video grows it. So far, its first
-//! stage on the model of that commit (PyTorch's default init, untied head,
+//! build-nanogpt's training loop, as the video grows it. So far, its first two
+//! stages on the model of those commits (PyTorch's default init, untied head,
 //! 163,037,184 parameters, from `torch.manual_seed(1337)`):
 //!
 //! - `overfit-batch` (7822fce, "little loop crushes a little batch"): one
 //!   batch of 4×32 tokens and AdamW at lr 3e-4 for 50 steps; the loss falls
-//!   towards zero as the model memorizes it.
+//!   towards zero as the model memorizes it;
+//! - `dataloader` (631f7d6, "add a DataLoaderLite"): the same loop, each step
+//!   on the next 4×32 tokens of tiny Shakespeare.
 //!
-//! It is checked against PyTorch running the commits' code on CPU
+//! Both are checked against PyTorch running the commits' code on CPU
 //! (`tests/fixtures/train_stages.py`).
 
 use crate::model::{Gpt, GptConfig, InitScheme};
@@ -25,7 +27,50 @@ pub const T: usize = 32;
 pub enum TrainStage {
     /// 7822fce: one batch, over and over.
     OverfitBatch,
+    /// 631f7d6: DataLoaderLite over tiny Shakespeare.
+    Dataloader,
 }
+
+// ANCHOR: data_loader_lite
+/// `DataLoaderLite` (631f7d6): the tokens in order, `B·T` at a time, back to
+/// the start when the next batch would run past the end.
+pub struct DataLoaderLite {
+    tokens: Vec<usize>,
+    b: usize,
+    t: usize,
+    current_position: usize,
+}
+
+impl DataLoaderLite {
+    /// A loader over `tokens`, which must hold at least one batch and its last target.
+    pub fn new(tokens: Vec<usize>, b: usize, t: usize) -> Result<DataLoaderLite, String> {
+        if tokens.len() < b * t + 1 {
+            return Err(format!(
+                "{} tokens cannot fill a batch of {b}×{t} and its targets",
+                tokens.len()
+            ));
+        }
+        Ok(DataLoaderLite {
+            tokens,
+            b,
+            t,
+            current_position: 0,
+        })
+    }
+
+    /// The next `(x, y)`, each `(B, T)`, `y` shifted one token ahead.
+    pub fn next_batch(&mut self) -> (Vec<usize>, Vec<usize>) {
+        let n = self.b * self.t;
+        let buf = &self.tokens[self.current_position..self.current_position + n + 1];
+        let (x, y) = (buf[..n].to_vec(), buf[1..].to_vec());
+        self.current_position += n;
+        if self.current_position + n + 1 > self.tokens.len() {
+            self.current_position = 0;
+        }
+        (x, y)
+    }
+}
+// ANCHOR_END: data_loader_lite
 
 // ANCHOR: train_step
 /// One step: `optimizer.zero_grad()`, the loss, `loss.backward()`,
@@ -76,6 +121,10 @@ pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<
                 .ok_or("tiny Shakespeare's first 1,000 characters are too short")?
                 .to_vec();
             Box::new(move || (buf[..B * T].to_vec(), buf[1..].to_vec()))
+        }
+        TrainStage::Dataloader => {
+            let mut loader = DataLoaderLite::new(shakespeare_tokens(None)?, B, T)?;
+            Box::new(move || loader.next_batch())
         }
     };
     let mut params = Params::new();
