@@ -53,13 +53,13 @@ fn main() {
     });
     println!("gpt2 forward B=1 T=1024: {forward:.1} ms");
     let mut cache = KvCache::new(12);
-    forward_cached(&model, &params, &ids[..1000], 1, 1000, &mut cache);
+    forward_cached(&model, &params, &ids[..1000], 1, 1000, &mut cache).unwrap();
     let cached = median_ms(9, || {
         let mut step = KvCache::new(12);
         // The same cache each time: position 1,000 attends to the 1,000 cached positions.
         std::mem::swap(&mut step, &mut cache);
         let snapshot = step.clone();
-        forward_cached(&model, &params, &ids[1000..1001], 1, 1, &mut step);
+        forward_cached(&model, &params, &ids[1000..1001], 1, 1, &mut step).unwrap();
         cache = snapshot;
     });
     let uncached = median_ms(3, || {

@@ -91,6 +91,9 @@ pub fn render(example: &Example, tok: &RegexTokenizer) -> Result<Rendered, Strin
         Ok(ids.into_iter().map(|i| i as usize).collect())
     };
     let ctx = encode(&example.ctx)?;
+    if ctx.is_empty() {
+        return Err("an example with an empty context: nothing to score its endings after".into());
+    }
     let mut rows = Vec::new();
     for ending in &example.endings {
         let mut row = ctx.clone();
@@ -200,6 +203,12 @@ pub fn evaluate(
     let mut acc = Accuracy::default();
     for example in examples {
         let rendered = render(example, tok)?;
+        let vocab = model.config.vocab_size;
+        if let Some(bad) = rendered.rows.iter().flatten().find(|&&id| id >= vocab) {
+            return Err(format!(
+                "token {bad} is outside the model's vocabulary of {vocab}: is it a GPT-2 model?"
+            ));
+        }
         let longest = rendered.rows.iter().map(Vec::len).max().unwrap_or(0);
         if longest > model.config.block_size {
             return Err(format!(

@@ -235,6 +235,15 @@ pub fn read_config(path: &Path) -> Result<GptConfig, String> {
         n_head: field("n_head")?,
         n_embd: field("n_embd")?,
     };
+    let sizes = [
+        ("n_positions", config.block_size),
+        ("vocab_size", config.vocab_size),
+        ("n_layer", config.n_layer),
+        ("n_embd", config.n_embd),
+    ];
+    if let Some((key, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+        return Err(err(format!("{key} is 0")));
+    }
     if config.n_head == 0 || !config.n_embd.is_multiple_of(config.n_head) {
         return Err(err(format!(
             "n_embd {} is not a multiple of n_head {}",
@@ -284,6 +293,25 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
     let path = dir.join("model.safetensors");
     let mut file = SafeTensors::open(&path)?;
     let err = |what: String| format!("{}: {what}", path.display());
+    // Before anything is allocated: the model config.json describes must fit in
+    // the file, so a wrong or hostile config cannot ask for more memory than that.
+    let file_elements: u64 = file
+        .tensors
+        .iter()
+        .filter(|(k, _)| {
+            !(k.ends_with(".attn.bias")
+                || k.ends_with(".attn.masked_bias")
+                || *k == "lm_head.weight")
+        })
+        .map(|(_, t)| t.shape.iter().product::<usize>() as u64)
+        .sum();
+    let described = config.parameter_count();
+    if described.is_none_or(|n| n > file_elements) {
+        let n = described.map_or("more than 2^64".to_string(), |n| n.to_string());
+        return Err(err(format!(
+            "config.json describes {n} parameters, more than the {file_elements} this file holds"
+        )));
+    }
     // Zeros that draw nothing and stay untouched until overwritten.
     let mut params = Params::new();
     let model = Gpt::zeros(&mut params, config);
@@ -302,7 +330,7 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
         };
         let found = file.tensors[&key].shape.clone();
         if name == "lm_head.weight" {
-            // Some exports keep the tied head as a copy of wte: check it and move on.
+            // Some exports keep the tied head as a copy of wte: checked once wte is in.
             let want = [config.vocab_size, config.n_embd];
             if found != want {
                 return Err(err(format!(
@@ -310,6 +338,11 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
                 )));
             }
             continue;
+        }
+        if filled.contains(&name) {
+            return Err(err(format!(
+                "tensor {key} is stored twice (with and without `transformer.`)"
+            )));
         }
         let id = *ids.get(&name).ok_or_else(|| {
             err(format!(
@@ -342,6 +375,16 @@ pub fn from_pretrained(dir: &Path) -> Result<(Gpt, Params), String> {
     }
     if let Some(missing) = ids.keys().find(|n| !filled.contains(*n)) {
         return Err(err(format!("missing tensor {missing}")));
+    }
+    if file.tensors.contains_key("lm_head.weight") {
+        // GPT-2's head is tied: a stored copy must be wte, bit for bit.
+        let head = file.read_f32("lm_head.weight")?;
+        if head.to_vec() != params.value(model.wte.weight).to_vec() {
+            return Err(err(
+                "tensor lm_head.weight differs from wte: an untied head, which GPT-2 does not have"
+                    .into(),
+            ));
+        }
     }
     Ok((model, params))
 }

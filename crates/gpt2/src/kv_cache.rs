@@ -29,7 +29,10 @@ impl KvCache {
 
     /// Positions cached so far.
     pub fn len(&self) -> usize {
-        self.keys[0].as_ref().map_or(0, |k| k.shape()[2])
+        self.keys
+            .first()
+            .and_then(|k| k.as_ref())
+            .map_or(0, |k| k.shape()[2])
     }
 
     /// Whether nothing is cached yet.
@@ -81,7 +84,8 @@ fn cached_attention<'g>(
 // ANCHOR_END: cached_attention
 
 /// The logits `(B, t, V)` of `idx` `(B, t)`, the positions after the cached
-/// ones, adding their keys and values to the cache.
+/// ones, adding their keys and values to the cache. An error if the positions
+/// run past the context, or if the batch is not the cache's.
 pub fn forward_cached(
     model: &Gpt,
     params: &Params,
@@ -89,8 +93,30 @@ pub fn forward_cached(
     b: usize,
     t: usize,
     cache: &mut KvCache,
-) -> Tensor {
+) -> Result<Tensor, String> {
     let start = cache.len();
+    let block_size = model.config.block_size;
+    if t == 0 || idx.len() != b * t || start + t > block_size {
+        return Err(format!(
+            "{} tokens as {b}×{t} after {start} cached: the context holds {block_size}",
+            idx.len()
+        ));
+    }
+    if let Some(cached_b) = cache
+        .keys
+        .first()
+        .and_then(|k| k.as_ref())
+        .map(|k| k.shape()[0])
+        .filter(|&cb| cb != b)
+    {
+        return Err(format!("a batch of {b} rows on a cache of {cached_b}"));
+    }
+    if let Some(bad) = idx.iter().find(|&&i| i >= model.config.vocab_size) {
+        return Err(format!(
+            "token id {bad} is outside the vocabulary of {}",
+            model.config.vocab_size
+        ));
+    }
     let graph = Graph::no_grad();
     let pass = ForwardPass::eval(&graph, params);
     let pos: Vec<usize> = (start..start + t).collect(); // (t,)
@@ -101,7 +127,7 @@ pub fn forward_cached(
         x = x + block.mlp.forward(&pass, block.ln_2.forward(&pass, x)); // (B, t, C)
     }
     let x = model.ln_f.forward(&pass, x); // (B, t, C)
-    model.lm_head.forward(&pass, x).value() // (B, t, V)
+    Ok(model.lm_head.forward(&pass, x).value()) // (B, t, V)
 }
 
 /// [`crate::sample::generate`] with the cache: the prompt in one pass, then
@@ -115,14 +141,14 @@ pub fn generate(
     top_k: usize,
     rng: &mut TorchGenerator,
 ) -> Result<Vec<Vec<usize>>, String> {
-    crate::sample::check_request(model, prompt, max_length, top_k)?;
+    crate::sample::check_request(model, prompt, num_return_sequences, max_length, top_k)?;
     let (b, vocab) = (num_return_sequences, model.config.vocab_size);
     let mut x: Vec<Vec<usize>> = vec![prompt.to_vec(); b];
     let mut cache = KvCache::new(model.config.n_layer);
     let mut fresh: Vec<usize> = x.concat(); // what the cache has not seen, (B, t)
     let mut t = prompt.len();
     while x[0].len() < max_length {
-        let logits = forward_cached(model, params, &fresh, b, t, &mut cache); // (B, t, V)
+        let logits = forward_cached(model, params, &fresh, b, t, &mut cache)?; // (B, t, V)
         let last = logits.narrow(1, t - 1, 1).reshape(&[b, vocab]); // (B, V)
         let next = crate::sample::draw_top_k(&last, top_k, rng);
         for (seq, &token) in x.iter_mut().zip(&next) {

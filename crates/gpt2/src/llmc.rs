@@ -197,8 +197,26 @@ pub fn read_model(path: &Path) -> Result<(Gpt, Params), String> {
         n_head: nh,
         n_embd: c,
     };
-    let floats = vp * c + t * c + l * (12 * c * c + 13 * c) + 2 * c;
-    let want = HEADER_BYTES + floats as u64 * dtype.bytes();
+    // The parameter count, in checked arithmetic: a damaged header must not overflow.
+    let floats = (|| {
+        let block = c
+            .checked_mul(c)?
+            .checked_mul(12)?
+            .checked_add(c.checked_mul(13)?)?;
+        vp.checked_mul(c)?
+            .checked_add(t.checked_mul(c)?)?
+            .checked_add(l.checked_mul(block)?)?
+            .checked_add(2 * c)
+    })()
+    .ok_or_else(|| {
+        err(format!(
+            "header sizes overflow: maxT {t}, V {v}, L {l}, C {c}, Vp {vp}"
+        ))
+    })?;
+    let want = (floats as u64)
+        .checked_mul(dtype.bytes())
+        .and_then(|b| b.checked_add(HEADER_BYTES))
+        .unwrap_or(u64::MAX);
     if len != want {
         return Err(err(format!(
             "{len} bytes, but its header describes {want} (truncated or damaged?)"
@@ -256,8 +274,18 @@ pub fn read_tokenizer(path: &Path) -> Result<(Vec<Vec<u8>>, Option<u32>), String
         v => return Err(err(format!("tokenizer version {v}: only 1 and 2 exist"))),
     };
     let n = word(2);
-    if n <= 0 {
-        return Err(err(format!("{n} tokens")));
+    // Each token takes at least two bytes (its length and one byte).
+    if n <= 0 || n as usize > (bytes.len() - HEADER_BYTES as usize) / 2 {
+        return Err(err(format!(
+            "{n} tokens cannot fit in {} bytes",
+            bytes.len()
+        )));
+    }
+    if let Some(e) = eot.filter(|&e| e as i32 >= n || (e as i32) < 0) {
+        return Err(err(format!(
+            "end-of-text id {} is not one of the {n} tokens",
+            e as i32
+        )));
     }
     let mut at = HEADER_BYTES as usize;
     let mut tokens = Vec::with_capacity(n as usize);

@@ -56,6 +56,26 @@ impl GptConfig {
         })
     }
 
+    /// The number of parameters of this shape with the head tied, or `None`
+    /// if it overflows (a damaged config).
+    pub fn parameter_count(&self) -> Option<u64> {
+        let (v, t, l, c) = (
+            self.vocab_size as u64,
+            self.block_size as u64,
+            self.n_layer as u64,
+            self.n_embd as u64,
+        );
+        // Per block: two LayerNorms (4C), c_attn (3C² + 3C), c_proj (C² + C), c_fc (4C² + 4C), c_proj (4C² + C).
+        let block = c
+            .checked_mul(c)?
+            .checked_mul(12)?
+            .checked_add(c.checked_mul(13)?)?;
+        v.checked_mul(c)?
+            .checked_add(t.checked_mul(c)?)?
+            .checked_add(l.checked_mul(block)?)?
+            .checked_add(2 * c)
+    }
+
     /// nanoGPT's config for the attention and LayerNorm this model reuses: biases, no dropout.
     fn nanogpt(&self) -> gpt::model::GptConfig {
         gpt::model::GptConfig {

@@ -21,7 +21,7 @@ pub fn generate(
     top_k: usize,
     rng: &mut TorchGenerator,
 ) -> Result<Vec<Vec<usize>>, String> {
-    check_request(model, prompt, max_length, top_k)?;
+    check_request(model, prompt, num_return_sequences, max_length, top_k)?;
     let vocab = model.config.vocab_size;
     let b = num_return_sequences;
     let mut x: Vec<Vec<usize>> = vec![prompt.to_vec(); b]; // (B, T)
@@ -53,15 +53,20 @@ pub fn draw_top_k(logits: &Tensor, k: usize, rng: &mut TorchGenerator) -> Vec<us
 }
 // ANCHOR_END: generate
 
-/// The requests [`generate`] refuses: an empty prompt, more tokens than the
-/// context holds, or a top-k outside the vocabulary.
+/// The requests [`generate`] refuses: no rows, an empty prompt, more tokens
+/// than the context holds, a top-k outside the vocabulary, or a token id
+/// outside it.
 pub fn check_request(
     model: &Gpt,
     prompt: &[usize],
+    num_return_sequences: usize,
     max_length: usize,
     top_k: usize,
 ) -> Result<(), String> {
     let (block_size, vocab) = (model.config.block_size, model.config.vocab_size);
+    if num_return_sequences == 0 {
+        return Err("asked for 0 sequences".into());
+    }
     if prompt.is_empty() || prompt.len() > max_length.max(1) || max_length > block_size {
         return Err(format!(
             "cannot generate {max_length} tokens from a prompt of {}: the context holds 1 to {block_size}",

@@ -73,6 +73,8 @@ fn requests_the_model_cannot_serve_are_clear_errors() {
         !ok && stderr.contains("cannot generate 65 tokens"),
         "{stderr}"
     );
+    let (ok, _, stderr) = gpt2(&["sample", "--model", model, "--num-return-sequences", "0"]);
+    assert!(!ok && stderr.contains("asked for 0 sequences"), "{stderr}");
     let (ok, _, stderr) = gpt2(&["logits", "--model", "/nonexistent", "--ids", "1"]);
     assert!(
         !ok && stderr.contains("/nonexistent/config.json"),

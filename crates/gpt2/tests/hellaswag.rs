@@ -70,6 +70,38 @@ fn every_examples_losses_and_picks_match_pytorch() {
         (acc.total, acc.correct, acc.correct_norm),
         (6, right("pred"), right("pred_norm"))
     );
+    // The random model picks no right ending; relabel so both counters must move.
+    let mut relabelled = examples.clone();
+    for (i, (example, want)) in relabelled
+        .iter_mut()
+        .zip(expected.as_array().unwrap())
+        .enumerate()
+    {
+        let key = if i < 4 { "pred" } else { "pred_norm" };
+        example.label = want[key].as_u64().unwrap() as usize;
+    }
+    let acc = evaluate(&model, &params, &tok, &relabelled, |_| {}).unwrap();
+    let agree = |a: &str, b: &str, range: std::ops::Range<usize>| {
+        expected.as_array().unwrap()[range]
+            .iter()
+            .filter(|e| e[a] == e[b])
+            .count()
+    };
+    assert_eq!(acc.correct, 4 + agree("pred", "pred_norm", 4..6));
+    assert_eq!(acc.correct_norm, 2 + agree("pred_norm", "pred", 0..4));
+}
+
+#[test]
+fn examples_the_model_cannot_score_are_errors() {
+    let examples = read_examples(&fixtures().join("hellaswag_small.jsonl")).unwrap();
+    let tok = bpe::Gpt2Tokenizer::from_data_dir().unwrap().into_inner();
+    // The tiny model's vocabulary has 64 tokens: GPT-2's ids do not fit it.
+    let (small, params) = gpt2::hf::from_pretrained(&fixtures().join("tiny")).unwrap();
+    let e = evaluate(&small, &params, &tok, &examples, |_| {}).unwrap_err();
+    assert!(e.contains("outside the model's vocabulary of 64"), "{e}");
+    let mut empty = examples[0].clone();
+    empty.ctx = String::new();
+    assert!(render(&empty, &tok).unwrap_err().contains("empty context"));
 }
 
 #[test]

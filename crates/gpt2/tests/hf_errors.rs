@@ -98,12 +98,36 @@ fn a_nan_in_a_tensor_names_the_tensor() {
         |_| {},
     );
     let e = error_of(&dir);
-    assert!(e.contains("NaN") && e.contains("tensor"), "{e}");
+    // The last tensor in the data holds the NaN.
+    let header = gpt2::hf::SafeTensors::open(&tiny().join("model.safetensors")).unwrap();
+    let (last, _) = header.tensors.iter().max_by_key(|(_, t)| t.end).unwrap();
+    assert!(e.contains(&format!("tensor {last} holds NaN")), "{e}");
 }
 
 #[test]
 fn a_config_that_disagrees_with_the_tensors() {
-    let dir = broken("n_embd", |_| {}, |c| c["n_embd"] = 64.into());
+    // More parameters than the file holds: refused before anything is allocated.
+    for (name, key, value) in [
+        ("n_embd", "n_embd", 64u64),
+        ("more-layers", "n_layer", 4u64),
+        ("huge", "vocab_size", 1u64 << 40),
+    ] {
+        let dir = broken(name, |_| {}, |c| c[key] = value.into());
+        let e = error_of(&dir);
+        assert!(
+            e.contains("config.json describes") && e.contains("more than the"),
+            "{name}: {e}"
+        );
+    }
+    // Fewer: the first tensor whose shape differs is named.
+    let dir = broken(
+        "narrow",
+        |_| {},
+        |c| {
+            c["n_embd"] = 16.into();
+            c["n_head"] = 2.into();
+        },
+    );
     let e = error_of(&dir);
     assert!(
         e.contains("expected shape") && e.contains("found") && e.contains("config.json"),
@@ -111,14 +135,67 @@ fn a_config_that_disagrees_with_the_tensors() {
     );
     let dir = broken("fewer-layers", |_| {}, |c| c["n_layer"] = 2.into());
     assert!(error_of(&dir).contains("is not a GPT-2 parameter"));
-    let dir = broken("more-layers", |_| {}, |c| c["n_layer"] = 4.into());
-    assert!(error_of(&dir).contains("missing tensor transformer.h.3"));
     let dir = broken(
         "activation",
         |_| {},
         |c| c["activation_function"] = "relu".into(),
     );
     assert!(error_of(&dir).contains("config.json: activation_function"));
+    let dir = broken("zero", |_| {}, |c| c["n_layer"] = 0.into());
+    assert!(error_of(&dir).contains("config.json: n_layer is 0"));
+}
+
+#[test]
+fn a_tensor_stored_twice_is_an_error() {
+    // "transformer.h.0.ln_1.bias" renamed to "h.0.ln_2.bias", padded with spaces
+    // to the same length: the file now holds ln_2.bias twice, under both spellings.
+    let dir = broken(
+        "twice",
+        |b| {
+            let n = header_len(b);
+            let header = String::from_utf8(b[8..8 + n].to_vec()).unwrap();
+            let from = "\"transformer.h.0.ln_1.bias\"";
+            let to = format!("{:<width$}", "\"h.0.ln_2.bias\"", width = from.len());
+            let header = header.replacen(from, &to, 1);
+            b[8..8 + n].copy_from_slice(header.as_bytes());
+        },
+        |_| {},
+    );
+    assert!(error_of(&dir).contains("stored twice"));
+}
+
+#[test]
+fn a_stored_head_must_be_the_tied_embedding() {
+    let bytes = std::fs::read(tiny().join("model.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let wte = file.tensor("transformer.wte.weight").unwrap();
+    let mut flipped = wte.data().to_vec();
+    flipped[0] ^= 1;
+    for (name, head, ok) in [
+        ("head-same", wte.data().to_vec(), true),
+        ("head-differs", flipped, false),
+    ] {
+        let mut tensors: Vec<(String, safetensors::tensor::TensorView)> =
+            file.tensors().into_iter().collect();
+        tensors.push((
+            "lm_head.weight".into(),
+            safetensors::tensor::TensorView::new(
+                safetensors::Dtype::F32,
+                wte.shape().to_vec(),
+                &head,
+            )
+            .unwrap(),
+        ));
+        let out = safetensors::serialize(tensors, None).unwrap();
+        let dir = broken(name, |b| *b = out.clone(), |_| {});
+        match from_pretrained(&dir) {
+            Ok(_) => assert!(ok, "{name} loaded"),
+            Err(e) => assert!(
+                !ok && e.contains("lm_head.weight differs from wte"),
+                "{name}: {e}"
+            ),
+        }
+    }
 }
 
 #[test]

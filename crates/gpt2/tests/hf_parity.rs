@@ -175,17 +175,34 @@ fn cached_logits_equal_the_full_forwards() {
     let full = gpt2::sample::logits(&model, &params, &ids)
         .unwrap()
         .to_vec(); // (16, 64)
+                   // A 5-token prefill, a 3-token chunk on top of it, then one token at a time.
     let mut cache = gpt2::kv_cache::KvCache::new(model.config.n_layer);
-    let mut cached =
-        gpt2::kv_cache::forward_cached(&model, &params, &ids[..5], 1, 5, &mut cache).to_vec();
-    for &id in &ids[5..] {
-        cached.extend(
-            gpt2::kv_cache::forward_cached(&model, &params, &[id], 1, 1, &mut cache).to_vec(),
-        );
+    let mut cached = Vec::new();
+    let mut at = 0;
+    for chunk in [5, 3, 1, 1, 1, 1, 1, 1, 1, 1] {
+        let step = gpt2::kv_cache::forward_cached(
+            &model,
+            &params,
+            &ids[at..at + chunk],
+            1,
+            chunk,
+            &mut cache,
+        )
+        .unwrap();
+        cached.extend(step.to_vec());
+        at += chunk;
     }
+    assert_eq!(at, 16);
     assert!(
         max_abs_diff(&full, &cached) < 1e-5,
         "{}",
         max_abs_diff(&full, &cached)
     );
+    // The context is full: one more position is an error, not a panic.
+    let e = gpt2::kv_cache::forward_cached(&model, &params, &[1], 1, 1, &mut cache).unwrap_err();
+    assert!(e.contains("after 16 cached: the context holds 16"), "{e}");
+    let mut fresh = gpt2::kv_cache::KvCache::new(model.config.n_layer);
+    gpt2::kv_cache::forward_cached(&model, &params, &[1, 2], 2, 1, &mut fresh).unwrap();
+    let e = gpt2::kv_cache::forward_cached(&model, &params, &[1], 1, 1, &mut fresh).unwrap_err();
+    assert!(e.contains("a batch of 1 rows on a cache of 2"), "{e}");
 }

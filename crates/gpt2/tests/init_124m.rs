@@ -108,6 +108,11 @@ fn parameter_counts_at_both_vocab_sizes() {
             + (4 * c * c + c);
         let count = vocab * c + config.block_size * c + config.n_layer * block + 2 * c;
         assert_eq!(count, want, "formula at vocab {vocab}");
+        assert_eq!(
+            config.parameter_count(),
+            Some(want as u64),
+            "GptConfig::parameter_count"
+        );
         let mut params = Params::new();
         let mut rng = TorchGenerator::manual_seed(0);
         Gpt::new(

@@ -101,7 +101,7 @@ fn the_tokenizer_file_holds_bpes_tokens() {
 fn bad_files_are_errors_naming_the_file() {
     let good = std::fs::read(fixtures().join("tiny_vocab_llmc_fp32.bin")).unwrap();
     type Edit = Box<dyn Fn(&mut Vec<u8>)>;
-    let cases: [(&str, Edit, &str); 4] = [
+    let cases: [(&str, Edit, &str); 5] = [
         ("magic", Box::new(|b| b[0] ^= 1), "magic"),
         ("version", Box::new(|b| b[4] = 4), "version 4"),
         (
@@ -113,6 +113,12 @@ fn bad_files_are_errors_naming_the_file() {
             "short",
             Box::new(|b| b.truncate(100)),
             "shorter than the 1024-byte header",
+        ),
+        // C = 2^30 makes the parameter count overflow 64 bits.
+        (
+            "overflow",
+            Box::new(|b| b[24..28].copy_from_slice(&(1i32 << 30).to_le_bytes())),
+            "header sizes overflow",
         ),
     ];
     for (name, edit, want) in cases {
@@ -135,4 +141,15 @@ fn bad_files_are_errors_naming_the_file() {
     assert!(read_tokenizer(&path)
         .unwrap_err()
         .contains("ends inside token 50256"));
+    let good = std::fs::read(fixtures().join("gpt2_tokenizer.bin")).unwrap();
+    for (field, value, want) in [
+        (2, 1i32 << 30, "tokens cannot fit"),
+        (3, 50257, "end-of-text id 50257"),
+    ] {
+        let mut bytes = good.clone();
+        bytes[4 * field..4 * field + 4].copy_from_slice(&value.to_le_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        let e = read_tokenizer(&path).unwrap_err();
+        assert!(e.contains(want), "{e}");
+    }
 }
