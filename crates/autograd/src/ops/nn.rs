@@ -52,10 +52,17 @@ impl<'g> Var<'g> {
         let out = logits.cross_entropy(targets);
         let targets = targets.to_vec();
         self.graph.op(out, &[self], move |grad| {
-            let probs = logits.softmax(-1);
-            let classes = probs.shape()[1];
-            let dlogits = probs.sub(&Tensor::one_hot(&targets, classes));
-            vec![dlogits.map(|d| d / n as f32).mul_scalar(grad.item())]
+            // softmax − one_hot, in the softmax's own buffer: the one-hot
+            // touches one entry per row, so it is never built (for GPT-2's
+            // 50,304 classes it would be as large as the logits).
+            let mut dlogits = logits.softmax(-1); // (N, C)
+            let scale = grad.item();
+            let mut view = dlogits.view_mut();
+            for (mut row, &target) in view.outer_iter_mut().zip(&targets) {
+                row[target] -= 1.0;
+            }
+            view.mapv_inplace(|d| d / n as f32 * scale);
+            vec![dlogits]
         })
     }
     // ANCHOR_END: cross_entropy
