@@ -137,7 +137,8 @@ impl AdamW {
             };
             let m = self.exp_avg[id.0].get_or_insert_with(|| Tensor::zeros(grad.shape()));
             let v = self.exp_avg_sq[id.0].get_or_insert_with(|| Tensor::zeros(grad.shape()));
-            let mut value = p.value.view_mut().to_owned();
+            // In place: the graph that shared the value is gone by now.
+            let mut value = p.value.view_mut();
             let mut m_view = m.view_mut();
             let mut v_view = v.view_mut();
             ndarray::Zip::from(&mut value)
@@ -151,7 +152,6 @@ impl AdamW {
                     let denom = v.sqrt() / bias_correction2_sqrt + eps;
                     *x += -step_size * *m / denom;
                 });
-            p.value = Tensor::from_array(value);
         }
     }
     // ANCHOR_END: adamw_step
