@@ -14,9 +14,9 @@
 //!   1e-5 (−ln(1/50257) = 10.8249 for a uniform guess);
 //! - a random GPT-2 saved by `transformers`: logits within 1e-4, the loss and
 //!   every gradient within 1e-4 (relative to the tensor's largest entry);
-//! - the first training stages (7822fce, 631f7d6): the step-0 loss within
-//!   1e-5 and the first five steps within 1e-4 of PyTorch's run of the same
-//!   code ([`train`]);
+//! - the training stages (7822fce, 631f7d6, 9ac321e, 01be6b3): the step-0
+//!   loss within 1e-5 and the first five steps within 1e-4 of PyTorch's run
+//!   of the same code ([`train`]);
 //! - the sampling demo (af6e591: "Hello, I'm a language model,", 5 × 30
 //!   tokens, top-k 50, `torch.manual_seed(42)`) gives PyTorch's tokens.
 #![deny(missing_docs)]

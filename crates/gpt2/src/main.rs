@@ -85,7 +85,7 @@ enum Command {
         #[arg(long)]
         limit: Option<usize>,
     },
-    /// Train a stage of the video's loop (so far the first two: overfit-batch, dataloader).
+    /// Train a stage of the video's loop: overfit-batch, dataloader, init, optimizer.
     Train {
         /// The stage.
         #[arg(long, value_enum)]
@@ -188,9 +188,16 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Train { stage, steps } => {
             let mut report = report::Stage::standalone("train");
-            let losses = gpt2::train::train(stage, steps, &mut report)?;
-            for (i, loss) in losses.iter().enumerate() {
-                println!("step {i}, loss: {loss}");
+            let logs = gpt2::train::train(stage, steps, &mut report)?;
+            for (step, log) in logs.iter().enumerate() {
+                match log.norm {
+                    // The print of 5215868 and after.
+                    Some(norm) => println!(
+                        "step {step:4} | loss: {:.6} | lr {:.4e} | norm: {norm:.4}",
+                        log.loss, log.lr
+                    ),
+                    None => println!("step {step}, loss: {}", log.loss),
+                }
             }
         }
         Command::Logits { model, ids } => {

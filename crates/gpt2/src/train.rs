@@ -1,18 +1,28 @@
-//! build-nanogpt's training loop, as the video grows it. So far, its first two
-//! stages on the model of those commits (PyTorch's default init, untied head,
-//! 163,037,184 parameters, from `torch.manual_seed(1337)`):
+//! build-nanogpt's training loop, as the video grows it, each stage from
+//! `torch.manual_seed(1337)`:
 //!
 //! - `overfit-batch` (7822fce, "little loop crushes a little batch"): one
-//!   batch of 4×32 tokens and AdamW at lr 3e-4 for 50 steps; the loss falls
-//!   towards zero as the model memorizes it;
+//!   batch of 4×32 tokens and AdamW at lr 3e-4 for 50 steps, on the model of
+//!   those commits (PyTorch's default init, untied head, 163,037,184
+//!   parameters); the loss falls towards zero as the model memorizes it;
 //! - `dataloader` (631f7d6, "add a DataLoaderLite"): the same loop, each step
-//!   on the next 4×32 tokens of tiny Shakespeare.
+//!   on the next 4×32 tokens of tiny Shakespeare;
+//! - `init` (ec39245 "weight tie the embedding and unembedding matrix",
+//!   9ac321e "gpt-2 initialization"): the same loop on the tied model with
+//!   GPT-2's init, 124,439,808 parameters;
+//! - `optimizer` (7230096 "vocab size 50257 -> 50304 nice" to 01be6b3 "add
+//!   gradient accumulation"): vocab 50,304, AdamW with β (0.9, 0.95) and
+//!   weight decay 0.1 on matrices only, the gradient clipped at norm 1.0,
+//!   warmup then cosine ([`get_lr`]), and 4 micro-steps of 4×32 accumulated
+//!   into each step of 512 tokens.
 //!
-//! Both are checked against PyTorch running the commits' code on CPU
-//! (`tests/fixtures/train_stages.py`).
+//! Each is checked against PyTorch running the commits' code on CPU with the
+//! small batch (`tests/fixtures/train_stages.py`). The video's B=16, T=1024
+//! and 524,288 tokens per step would take over an hour a step on 2 cores;
+//! TF32, bf16 autocast and `torch.compile` exist only on a GPU.
 
 use crate::model::{Gpt, GptConfig, InitScheme};
-use autograd::{AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
+use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
 use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use report::{LogEvery, Stage};
 use tensor::rng::TorchGenerator;
@@ -29,6 +39,35 @@ pub enum TrainStage {
     OverfitBatch,
     /// 631f7d6: DataLoaderLite over tiny Shakespeare.
     Dataloader,
+    /// ec39245, 9ac321e: the tied head and GPT-2's init.
+    Init,
+    /// 7230096 to 01be6b3: vocab 50,304, AdamW as GPT-3 set it, clipping, the
+    /// schedule, gradient accumulation.
+    Optimizer,
+}
+
+impl TrainStage {
+    /// The stage's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrainStage::OverfitBatch => "overfit-batch",
+            TrainStage::Dataloader => "dataloader",
+            TrainStage::Init => "init",
+            TrainStage::Optimizer => "optimizer",
+        }
+    }
+}
+
+/// One step of a stage: the loss, and from the optimizer stage on the
+/// learning rate and the gradient's norm before clipping.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepLog {
+    /// The step's mean loss.
+    pub loss: f32,
+    /// The learning rate the step used.
+    pub lr: f32,
+    /// `clip_grad_norm_`'s return value, when the stage clips.
+    pub norm: Option<f32>,
 }
 
 // ANCHOR: data_loader_lite
@@ -91,6 +130,95 @@ pub fn train_step(
 }
 // ANCHOR_END: train_step
 
+// ANCHOR: get_lr
+/// `get_lr` (90e5d15): linear warmup from `max_lr/warmup_steps` to `max_lr`,
+/// cosine decay to `min_lr` at `max_steps`, then `min_lr`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LrSchedule {
+    /// The peak rate (6e-4, GPT-3 Small's).
+    pub max_lr: f64,
+    /// The floor, `max_lr · 0.1`.
+    pub min_lr: f64,
+    /// Steps of linear warmup.
+    pub warmup_steps: usize,
+    /// The step at which the cosine reaches `min_lr`.
+    pub max_steps: usize,
+}
+
+impl LrSchedule {
+    /// The rate for step `it`.
+    pub fn get_lr(&self, it: usize) -> f64 {
+        if it < self.warmup_steps {
+            return self.max_lr * (it + 1) as f64 / self.warmup_steps as f64;
+        }
+        if it > self.max_steps {
+            return self.min_lr;
+        }
+        let decay_ratio =
+            (it - self.warmup_steps) as f64 / (self.max_steps - self.warmup_steps) as f64;
+        let coeff = 0.5 * (1.0 + (std::f64::consts::PI * decay_ratio).cos()); // 1 -> 0
+        self.min_lr + coeff * (self.max_lr - self.min_lr)
+    }
+}
+// ANCHOR_END: get_lr
+
+/// The schedule of the optimizer stage: max_lr 6e-4, warmup 10, max_steps 50.
+pub const OPTIMIZER_STAGE_SCHEDULE: LrSchedule = LrSchedule {
+    max_lr: 6e-4,
+    min_lr: 6e-5,
+    warmup_steps: 10,
+    max_steps: 50,
+};
+
+// ANCHOR: configure_optimizers
+/// `configure_optimizers` (3a148e4): AdamW with β (0.9, 0.95) and eps 1e-8,
+/// weight decay on the tensors with two or more axes (matmul weights and
+/// embeddings) and none on biases and LayerNorm gains.
+pub fn configure_optimizers(params: &Params, weight_decay: f32, learning_rate: f32) -> AdamW {
+    AdamW::decay_matrices_only(
+        AdamWConfig {
+            lr: learning_rate,
+            betas: (0.9, 0.95),
+            eps: 1e-8,
+            weight_decay,
+        },
+        params,
+    )
+}
+// ANCHOR_END: configure_optimizers
+
+// ANCHOR: accumulated_step
+/// One optimizer step over `grad_accum_steps` micro-batches (01be6b3): each
+/// micro-batch's loss is divided by their number so that the summed
+/// gradients are the mean's, as one big batch would give. Then the gradient
+/// is clipped at norm 1.0 (105f117) and AdamW steps at `lr`.
+/// Returns `(loss_accum, norm)`.
+pub fn accumulated_step(
+    model: &Gpt,
+    params: &mut Params,
+    optimizer: &mut AdamW,
+    next_batch: &mut dyn FnMut() -> (Vec<usize>, Vec<usize>),
+    (b, t): (usize, usize),
+    grad_accum_steps: usize,
+    lr: f32,
+) -> (f32, f32) {
+    params.zero_grad();
+    let mut loss_accum = 0.0f32;
+    for _micro_step in 0..grad_accum_steps {
+        let (x, y) = next_batch();
+        let graph = Graph::new();
+        let loss = model.loss(&ForwardPass::eval(&graph, params), &x, &y, b, t); // scalar
+        let loss = loss.div_scalar(grad_accum_steps as f32); // scalar
+        loss_accum += loss.item();
+        loss.backward_into(params);
+    }
+    let norm = clip_grad_norm(params, 1.0);
+    optimizer.config.lr = lr;
+    optimizer.step(params);
+    (loss_accum, norm)
+}
+// ANCHOR_END: accumulated_step
+
 /// Tiny Shakespeare's GPT-2 tokens.
 pub fn shakespeare_tokens(chars: Option<usize>) -> Result<Vec<usize>, String> {
     let path = data::path("tinyshakespeare.txt").map_err(|e| e.to_string())?;
@@ -110,9 +238,9 @@ pub fn shakespeare_tokens(chars: Option<usize>) -> Result<Vec<usize>, String> {
 
 // ANCHOR: train
 /// Runs `stage` for `steps` steps from `torch.manual_seed(1337)`, reporting
-/// each loss to `report`; returns the losses.
-pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<f32>, String> {
-    let mut batches: Box<dyn FnMut() -> (Vec<usize>, Vec<usize>)> = match stage {
+/// each loss to `report`; returns each step's log.
+pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<StepLog>, String> {
+    let mut next_batch: Box<dyn FnMut() -> (Vec<usize>, Vec<usize>)> = match stage {
         TrainStage::OverfitBatch => {
             // The first B·T+1 tokens of the first 1,000 characters (92b5bf9).
             let tokens = shakespeare_tokens(Some(1000))?;
@@ -122,33 +250,64 @@ pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<
                 .to_vec();
             Box::new(move || (buf[..B * T].to_vec(), buf[1..].to_vec()))
         }
-        TrainStage::Dataloader => {
+        _ => {
             let mut loader = DataLoaderLite::new(shakespeare_tokens(None)?, B, T)?;
             Box::new(move || loader.next_batch())
         }
     };
     let mut params = Params::new();
     let mut rng = TorchGenerator::manual_seed(1337);
-    let config = GptConfig::preset("gpt2")?;
-    let model = Gpt::new(
-        &mut Init::new(&mut params, &mut rng),
-        config,
-        InitScheme::PyTorchDefaultUntied,
-    );
-    // torch.optim.AdamW(model.parameters(), lr=3e-4): β (0.9, 0.999), eps 1e-8, weight decay 0.01.
-    let mut optimizer = AdamW::new(AdamWConfig {
-        lr: 3e-4,
-        ..AdamWConfig::default()
-    });
-    report.start_training(&format!("{stage:?}"), steps, LogEvery::Step(1));
-    let mut losses = Vec::with_capacity(steps);
-    for i in 0..steps {
-        let (x, y) = batches();
-        let loss = train_step(&model, &mut params, &mut optimizer, (&x, &y), (B, T));
-        report.observe(i, loss, 3e-4f32)?;
-        losses.push(loss);
+    let mut config = GptConfig::preset("gpt2")?;
+    let scheme = match stage {
+        TrainStage::OverfitBatch | TrainStage::Dataloader => InitScheme::PyTorchDefaultUntied,
+        TrainStage::Init | TrainStage::Optimizer => InitScheme::Gpt2,
+    };
+    if stage == TrainStage::Optimizer {
+        config.vocab_size = 50304; // 7230096: a multiple of 128, kinder to the kernels
+    }
+    let model = Gpt::new(&mut Init::new(&mut params, &mut rng), config, scheme);
+    let mut optimizer = match stage {
+        TrainStage::Optimizer => configure_optimizers(&params, 0.1, 6e-4),
+        // torch.optim.AdamW(model.parameters(), lr=3e-4): β (0.9, 0.999), eps 1e-8, weight decay 0.01.
+        _ => AdamW::new(AdamWConfig {
+            lr: 3e-4,
+            ..AdamWConfig::default()
+        }),
+    };
+    report.start_training(stage.name(), steps, LogEvery::Step(1));
+    let mut logs = Vec::with_capacity(steps);
+    for step in 0..steps {
+        let log = if stage == TrainStage::Optimizer {
+            // 512 tokens per step: 4 micro-steps of B·T = 128.
+            let grad_accum_steps = 512 / (B * T);
+            let lr = OPTIMIZER_STAGE_SCHEDULE.get_lr(step) as f32;
+            let (loss, norm) = accumulated_step(
+                &model,
+                &mut params,
+                &mut optimizer,
+                &mut next_batch,
+                (B, T),
+                grad_accum_steps,
+                lr,
+            );
+            StepLog {
+                loss,
+                lr,
+                norm: Some(norm),
+            }
+        } else {
+            let (x, y) = next_batch();
+            let loss = train_step(&model, &mut params, &mut optimizer, (&x, &y), (B, T));
+            StepLog {
+                loss,
+                lr: 3e-4,
+                norm: None,
+            }
+        };
+        report.observe(step, log.loss, log.lr)?;
+        logs.push(log);
     }
     report.finish_training();
-    Ok(losses)
+    Ok(logs)
 }
 // ANCHOR_END: train
