@@ -17,6 +17,7 @@
 //! - the training stages (7822fce, 631f7d6, 9ac321e, 01be6b3): the step-0
 //!   loss within 1e-5 and the first five steps within 1e-4 of PyTorch's run
 //!   of the same code ([`train`]);
+//! - token shards byte for byte build-nanogpt's and llm.c's ([`shards`]);
 //! - the sampling demo (af6e591: "Hello, I'm a language model,", 5 × 30
 //!   tokens, top-k 50, `torch.manual_seed(42)`) gives PyTorch's tokens.
 #![deny(missing_docs)]
@@ -27,6 +28,7 @@ pub mod kv_cache;
 pub mod llmc;
 pub mod model;
 pub mod sample;
+pub mod shards;
 pub mod train;
 
 pub use model::{Block, Gpt, GptConfig, InitScheme, Mlp};

@@ -1,6 +1,7 @@
 //! `gpt2 sample --model DIR`: build-nanogpt's sampling demo;
 //! `gpt2 logits --model DIR --ids 1,2,3`: one JSON row of logits per position,
-//! for checking a model against another implementation.
+//! for checking a model against another implementation;
+//! `gpt2 prepare --input FILE [--jsonl --field text] --out DIR`: token shards.
 //!
 //! `DIR` holds Hugging Face's `config.json` and `model.safetensors`, such as
 //! the `gpt2` checkpoint or a model saved by `transformers`.
@@ -102,6 +103,30 @@ enum Command {
         /// Comma-separated token ids.
         #[arg(long, value_delimiter = ',', required = true)]
         ids: Vec<usize>,
+    },
+    /// Tokenize text or JSON lines into token shards, as fineweb.py does; shard 0 is val.
+    Prepare {
+        /// A text file (one document) or, with --jsonl, one JSON object per line.
+        #[arg(long)]
+        input: PathBuf,
+        /// Read --input as JSON lines.
+        #[arg(long)]
+        jsonl: bool,
+        /// The JSON field holding each document.
+        #[arg(long, default_value = "text")]
+        field: String,
+        /// Folder for the shards.
+        #[arg(long)]
+        out: PathBuf,
+        /// Tokens per shard (fineweb.py: 100,000,000).
+        #[arg(long, default_value_t = 100_000_000)]
+        shard_tokens: usize,
+        /// build-nanogpt's .npy or llm.c's .bin.
+        #[arg(long, value_enum, default_value = "npy")]
+        format: gpt2::shards::ShardFormat,
+        /// The shards' names start with this (fineweb.py: edufineweb).
+        #[arg(long)]
+        prefix: Option<String>,
     },
 }
 
@@ -209,6 +234,31 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut out = std::io::stdout().lock();
             serde_json::to_writer(&mut out, &rows).map_err(|e| e.to_string())?;
             writeln!(out).map_err(|e| e.to_string())?;
+        }
+        Command::Prepare {
+            input,
+            jsonl,
+            field,
+            out,
+            shard_tokens,
+            format,
+            prefix,
+        } => {
+            let kind = match jsonl {
+                true => gpt2::shards::InputKind::Jsonl { field },
+                false => gpt2::shards::InputKind::Text,
+            };
+            let stem = input
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("shard");
+            let prefix = prefix.unwrap_or_else(|| stem.to_string());
+            let written =
+                gpt2::shards::prepare(&input, &kind, &out, &prefix, shard_tokens, format)?;
+            for path in written {
+                let tokens = gpt2::shards::TokenShard::open(&path)?.len();
+                println!("{}: {tokens} tokens", path.display());
+            }
         }
     }
     Ok(())
