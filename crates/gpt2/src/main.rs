@@ -1,3 +1,4 @@
+//! `gpt2 lecture`: the lecture run (`cargo xtask lecture 9`);
 //! `gpt2 sample --model DIR`: build-nanogpt's sampling demo;
 //! `gpt2 logits --model DIR --ids 1,2,3`: one JSON row of logits per position,
 //! for checking a model against another implementation;
@@ -5,6 +6,8 @@
 //!
 //! `DIR` holds Hugging Face's `config.json` and `model.safetensors`, such as
 //! the `gpt2` checkpoint or a model saved by `transformers`.
+
+mod run_lecture;
 
 use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use clap::{Parser, Subcommand};
@@ -29,6 +32,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The lecture run: the first training stage against PyTorch, then the `cpu` recipe.
+    Lecture(run_lecture::LectureArgs),
     /// Continue a prompt, as build-nanogpt's demo does (top-k sampling).
     Sample {
         /// Folder with config.json and model.safetensors.
@@ -130,8 +135,9 @@ enum Command {
     },
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
+        Command::Lecture(args) => return run_lecture::lecture(args),
         Command::Sample {
             model,
             prompt,
@@ -261,13 +267,13 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
     gpt2::keep_freed_memory();
     match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

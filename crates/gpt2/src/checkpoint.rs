@@ -1,0 +1,166 @@
+//! Checkpoints of the `cpu` stage, in safetensors: the model, AdamW's moments,
+//! and in the metadata the recipe, the steps taken, AdamW's step count and
+//! the loader's position (build-nanogpt's efedfac saves the model, its config
+//! and the step; its users ask for the optimizer and the data position too,
+//! PR #83, so that a resumed run continues the same loss curve).
+//!
+//! The loop draws no random numbers once the model is built (GPT-2 has no
+//! dropout) and the loader's order is a function of its position, so these
+//! are the whole state. Tensors are named `model/<param>`,
+//! `adamw.exp_avg/<param>` and `adamw.exp_avg_sq/<param>`. The file is
+//! written to a temporary name and renamed.
+
+use crate::recipe::{train_loader, RecipeConfig, Split, Trainer};
+use crate::shards::LoaderState;
+use safetensors::{Dtype, SafeTensors};
+use std::collections::HashMap;
+use std::path::Path;
+use tensor::Tensor;
+
+/// The `format` metadata value this module writes and accepts.
+pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/1";
+
+fn to_bytes(t: &Tensor) -> Vec<u8> {
+    t.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The checkpoint of `trainer` as safetensors bytes.
+pub fn to_safetensors(trainer: &Trainer) -> Result<Vec<u8>, String> {
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (id, p) in trainer.params.iter() {
+        let shape = p.value.shape().to_vec();
+        tensors.push((
+            format!("model/{}", p.name),
+            shape.clone(),
+            to_bytes(&p.value),
+        ));
+        if let Some((m, v)) = trainer.optimizer.moments(id) {
+            tensors.push((
+                format!("adamw.exp_avg/{}", p.name),
+                shape.clone(),
+                to_bytes(m),
+            ));
+            tensors.push((format!("adamw.exp_avg_sq/{}", p.name), shape, to_bytes(v)));
+        }
+    }
+    let views = tensors
+        .iter()
+        .map(|(name, shape, bytes)| {
+            let view = safetensors::tensor::TensorView::new(Dtype::F32, shape.clone(), bytes)
+                .map_err(|e| e.to_string())?;
+            Ok((name.clone(), view))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let metadata = HashMap::from([
+        ("format".to_string(), FORMAT.to_string()),
+        ("step".to_string(), trainer.step.to_string()),
+        (
+            "adamw_step".to_string(),
+            trainer.optimizer.steps().to_string(),
+        ),
+        ("config".to_string(), json(&trainer.config)?),
+        ("loader".to_string(), json(&trainer.train_loader.state())?),
+    ]);
+    safetensors::serialize(views, Some(metadata)).map_err(|e| e.to_string())
+}
+
+fn json(value: &impl serde::Serialize) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| e.to_string())
+}
+
+/// Writes the checkpoint atomically (temp file + rename).
+pub fn save(path: &Path, trainer: &Trainer) -> Result<(), String> {
+    let bytes = to_safetensors(trainer)?;
+    report::write_atomic(path, &bytes)
+        .map_err(|e| format!("cannot write checkpoint {}: {e}", path.display()))
+}
+
+/// Reads a checkpoint: rebuilds the model of its recipe, then checks and
+/// copies every tensor, and puts the loader back where it was on `split`.
+/// A missing, extra or misshapen tensor is an error naming it.
+pub fn load(path: &Path, split: &Split) -> Result<Trainer, String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read checkpoint {}: {e}", path.display()))?;
+    from_safetensors(&bytes, split).map_err(|e| format!("checkpoint {}: {e}", path.display()))
+}
+
+/// [`load`] from bytes.
+pub fn from_safetensors(bytes: &[u8], split: &Split) -> Result<Trainer, String> {
+    let st = SafeTensors::deserialize(bytes)
+        .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
+    let meta = header.metadata().clone().unwrap_or_default();
+    let field = |key: &str| {
+        meta.get(key)
+            .ok_or_else(|| format!("metadata has no `{key}`; not a gpt2 recipe checkpoint"))
+    };
+    if field("format")? != FORMAT {
+        return Err(format!(
+            "format is {:?}, expected {FORMAT:?}",
+            field("format")?
+        ));
+    }
+    let config: RecipeConfig =
+        serde_json::from_str(field("config")?).map_err(|e| format!("bad config metadata: {e}"))?;
+    let step: usize = field("step")?
+        .parse()
+        .map_err(|e| format!("bad step metadata: {e}"))?;
+    let adamw_step: u64 = field("adamw_step")?
+        .parse()
+        .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
+    let loader: LoaderState =
+        serde_json::from_str(field("loader")?).map_err(|e| format!("bad loader metadata: {e}"))?;
+    if step > config.schedule.max_steps {
+        return Err(format!(
+            "step {step} is past the recipe's {} steps",
+            config.schedule.max_steps
+        ));
+    }
+    let mut trainer = Trainer::new(config.clone(), split)?;
+    let read = |name: &str, want: &[usize]| -> Result<Option<Tensor>, String> {
+        let view = match st.tensor(name) {
+            Ok(v) => v,
+            Err(_) => return Ok(None),
+        };
+        if view.dtype() != Dtype::F32 {
+            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
+        }
+        if view.shape() != want {
+            return Err(format!(
+                "tensor {name} has shape {:?}, the model expects {want:?}",
+                view.shape()
+            ));
+        }
+        let values = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Ok(Some(Tensor::from_vec(values, want)))
+    };
+    let mut moments = Vec::new();
+    let mut expected = 0;
+    for (_, p) in trainer.params.iter_mut() {
+        let shape = p.value.shape().to_vec();
+        let name = format!("model/{}", p.name);
+        p.value = read(&name, &shape)?.ok_or_else(|| format!("tensor {name} is missing"))?;
+        let m = read(&format!("adamw.exp_avg/{}", p.name), &shape)?;
+        let v = read(&format!("adamw.exp_avg_sq/{}", p.name), &shape)?;
+        expected += 1 + 2 * usize::from(m.is_some() && v.is_some());
+        moments.push(m.zip(v));
+    }
+    if st.len() != expected {
+        let known: Vec<String> = trainer.params.iter().map(|(_, p)| p.name.clone()).collect();
+        let extra = st
+            .names()
+            .into_iter()
+            .find(|n| !known.iter().any(|k| n.ends_with(&format!("/{k}"))))
+            .unwrap_or("an AdamW moment without its pair");
+        return Err(format!("tensor {extra} does not belong to this model"));
+    }
+    trainer.optimizer.restore(adamw_step, moments);
+    trainer.train_loader = train_loader(&config, split)?;
+    trainer.train_loader.restore(loader)?;
+    trainer.step = step;
+    Ok(trainer)
+}
