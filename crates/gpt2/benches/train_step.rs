@@ -1,0 +1,78 @@
+//! GPT-2 training steps, timed beside `train_step_torch.py` (PyTorch running
+//! build-nanogpt's model on the same work; `cargo xtask bench --crate gpt2`
+//! runs both):
+//! - one step of the 124M model (vocab 50,304) at B=4, T=64: forward,
+//!   backward, clipping and AdamW as `configure_optimizers` sets it up;
+//! - one step of the `cpu` stage's model (7.2M parameters) at B=16, T=64,
+//!   and its tokens per second.
+//!
+//! Prints the median of several steps and the peak RSS.
+
+use autograd::{Init, Params};
+use gpt2::recipe::RecipeConfig;
+use gpt2::train::{accumulated_step, configure_optimizers};
+use gpt2::{Gpt, GptConfig, InitScheme};
+use std::time::Instant;
+use tensor::rng::TorchGenerator;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(f64::NAN);
+    kib / 1024.0
+}
+
+/// The median milliseconds of `runs` training steps of `config` at `b`×`t`, after one warm-up step.
+fn step_ms(config: GptConfig, (b, t): (usize, usize), runs: usize) -> f64 {
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(1337);
+    let model = Gpt::new(
+        &mut Init::new(&mut params, &mut rng),
+        config,
+        InitScheme::Gpt2,
+    );
+    let mut optimizer = configure_optimizers(&params, 0.1, 6e-4);
+    let ids: Vec<usize> = (0..b * t + 1).map(|i| (i * 7919) % 50257).collect();
+    let mut next_batch = || (ids[..b * t].to_vec(), ids[1..].to_vec());
+    let mut times: Vec<f64> = (0..=runs)
+        .map(|_| {
+            let t0 = Instant::now();
+            accumulated_step(
+                &model,
+                &mut params,
+                &mut optimizer,
+                &mut next_batch,
+                (b, t),
+                1,
+                6e-4,
+            );
+            t0.elapsed().as_secs_f64() * 1e3
+        })
+        .skip(1)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[runs / 2]
+}
+
+fn main() {
+    gpt2::keep_freed_memory();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("gpt2 train step, {threads} threads available");
+    let cpu = RecipeConfig::cpu();
+    let ms = step_ms(cpu.model, (cpu.b, cpu.t), 9);
+    println!(
+        "gpt2 cpu-stage step B=16 T=64 (7.2M): {ms:.1} ms, {:.0} tok/s",
+        (cpu.b * cpu.t) as f64 / ms * 1e3
+    );
+    let mut gpt2 = GptConfig::preset("gpt2").unwrap();
+    gpt2.vocab_size = 50304;
+    let ms = step_ms(gpt2, (4, 64), 3);
+    println!("gpt2 124M train step B=4 T=64: {ms:.0} ms");
+    println!("gpt2 train step peak RSS: {:.0} MiB", peak_rss_mib());
+}
