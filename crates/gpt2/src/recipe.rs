@@ -470,6 +470,20 @@ pub fn model_val_loss(
     Ok(sum / windows as f64)
 }
 
+/// The val loss of the model saved in `dir` (Hugging Face's layout, such as
+/// OpenAI's `gpt2`): [`model_val_loss`] over the first 100,000 tokens of the
+/// first val shard at most, in windows of the model's context (1,024 at most).
+pub fn pretrained_val_loss(dir: &Path, split: &Split) -> Result<f64, String> {
+    let (model, params) = crate::hf::from_pretrained(dir)?;
+    let first = &split.val.open()?[0];
+    let val: Vec<u16> = first
+        .read(0, first.len().min(100_000))
+        .into_iter()
+        .map(|t| t as u16)
+        .collect();
+    model_val_loss(&model, &params, &val, model.config.block_size.min(1024))
+}
+
 /// `gemm`'s speed on this machine now: the best of three 1024³ products, in
 /// flop/s. Training's share of it is what the run reports.
 pub fn matmul_peak_flops() -> f64 {

@@ -5,7 +5,6 @@ use gpt2::recipe::{self, RecipeConfig, Split, Trainer};
 use gpt2::train::{train, TrainStage};
 use report::{Run, RunArgs, Target};
 use serde_json::Value;
-use std::path::Path;
 use tensor::rng::TorchGenerator;
 
 /// PyTorch's runs of the video's stages (tests/fixtures/train_stages.py).
@@ -240,7 +239,7 @@ fn openai_weights(run: &mut Run, split: &Split) -> Result<(), String> {
         return Ok(());
     };
     let s = run.stage("openai-gpt2");
-    let loss = openai_val_loss(&dir, split)?;
+    let loss = recipe::pretrained_val_loss(&dir, split)?;
     s.target(Target::info(
         "OpenAI GPT-2 124M val loss on tiny Shakespeare",
         loss,
@@ -248,17 +247,4 @@ fn openai_weights(run: &mut Run, split: &Split) -> Result<(), String> {
     s.set_final("val", loss);
     let (model, params) = gpt2::hf::from_pretrained(&dir)?;
     print_samples(&model, &params)
-}
-
-/// The mean loss of a model in `dir` over the val split, in windows of 1,024 tokens.
-pub fn openai_val_loss(dir: &Path, split: &Split) -> Result<f64, String> {
-    let (model, params) = gpt2::hf::from_pretrained(dir)?;
-    // The first 100,000 tokens of the first val shard at most.
-    let first = &split.val.open()?[0];
-    let val: Vec<u16> = first
-        .read(0, first.len().min(100_000))
-        .into_iter()
-        .map(|t| t as u16)
-        .collect();
-    recipe::model_val_loss(&model, &params, &val, model.config.block_size.min(1024))
 }

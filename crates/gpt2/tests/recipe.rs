@@ -279,3 +279,15 @@ fn the_recipe_trains_on_prepared_shards_as_on_the_same_tokens_in_memory() {
     assert_eq!(runs[0].evals, runs[1].evals);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_saved_models_val_loss_is_transformers_own() {
+    // A random model saved by transformers stands in for OpenAI's weights
+    // (fixtures/pretrained_val_loss.py scores it the same way).
+    let want: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/pretrained_val_loss.json")).unwrap();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny-vocab");
+    let loss = recipe::pretrained_val_loss(&dir, &Split::shakespeare().unwrap()).unwrap();
+    let want = want["val_loss"].as_f64().unwrap();
+    assert!((loss - want).abs() < 1e-5, "{loss} vs transformers' {want}");
+}
