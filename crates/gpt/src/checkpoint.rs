@@ -10,6 +10,7 @@
 use crate::data::CharVocab;
 use crate::stages::Config;
 use crate::train::Trainer;
+use autograd::{AdamW, Params};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,34 +26,8 @@ fn to_bytes(t: &Tensor) -> Vec<u8> {
 
 /// The checkpoint of `trainer` as safetensors bytes.
 pub fn to_safetensors(trainer: &Trainer, vocab: &CharVocab) -> Result<Vec<u8>, String> {
-    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
-    for (id, p) in trainer.params.iter() {
-        tensors.push((
-            format!("model/{}", p.name),
-            p.value.shape().to_vec(),
-            to_bytes(&p.value),
-        ));
-        if let Some((m, v)) = trainer.opt.moments(id) {
-            tensors.push((
-                format!("adamw.exp_avg/{}", p.name),
-                m.shape().to_vec(),
-                to_bytes(m),
-            ));
-            tensors.push((
-                format!("adamw.exp_avg_sq/{}", p.name),
-                v.shape().to_vec(),
-                to_bytes(v),
-            ));
-        }
-    }
-    let views = tensors
-        .iter()
-        .map(|(name, shape, bytes)| {
-            let view = safetensors::tensor::TensorView::new(Dtype::F32, shape.clone(), bytes)
-                .map_err(|e| e.to_string())?;
-            Ok((name.clone(), view))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let tensors = model_and_moments(&trainer.params, &trainer.opt);
+    let views = tensor_views(&tensors)?;
     let rng = trainer.rng.borrow().state();
     let metadata = HashMap::from([
         ("format".to_string(), FORMAT.to_string()),
@@ -72,6 +47,97 @@ pub fn to_safetensors(trainer: &Trainer, vocab: &CharVocab) -> Result<Vec<u8>, S
         ),
     ]);
     safetensors::serialize(views, Some(metadata)).map_err(|e| e.to_string())
+}
+
+/// The `model/`, `adamw.exp_avg/` and `adamw.exp_avg_sq/` tensors of a
+/// checkpoint: `(name, shape, little-endian f32 bytes)`, in parameter order.
+pub fn model_and_moments(params: &Params, opt: &AdamW) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+    let mut tensors = Vec::new();
+    for (id, p) in params.iter() {
+        let shape = p.value.shape().to_vec();
+        tensors.push((
+            format!("model/{}", p.name),
+            shape.clone(),
+            to_bytes(&p.value),
+        ));
+        if let Some((m, v)) = opt.moments(id) {
+            tensors.push((
+                format!("adamw.exp_avg/{}", p.name),
+                shape.clone(),
+                to_bytes(m),
+            ));
+            tensors.push((format!("adamw.exp_avg_sq/{}", p.name), shape, to_bytes(v)));
+        }
+    }
+    tensors
+}
+
+/// safetensors' views of [`model_and_moments`]' tensors, for `serialize`.
+pub fn tensor_views(
+    tensors: &[(String, Vec<usize>, Vec<u8>)],
+) -> Result<Vec<(String, safetensors::tensor::TensorView<'_>)>, String> {
+    tensors
+        .iter()
+        .map(|(name, shape, bytes)| {
+            let view = safetensors::tensor::TensorView::new(Dtype::F32, shape.clone(), bytes)
+                .map_err(|e| e.to_string())?;
+            Ok((name.clone(), view))
+        })
+        .collect()
+}
+
+/// Fills `params` from a checkpoint's `model/` tensors and `opt` from its
+/// moments, checking every name, dtype and shape; a missing, extra or
+/// misshapen tensor is an error naming it.
+pub fn restore_model_and_moments(
+    st: &SafeTensors,
+    params: &mut Params,
+    opt: &mut AdamW,
+    adamw_step: u64,
+) -> Result<(), String> {
+    let read = |name: &str, want: &[usize]| -> Result<Option<Tensor>, String> {
+        let view = match st.tensor(name) {
+            Ok(v) => v,
+            Err(_) => return Ok(None),
+        };
+        if view.dtype() != Dtype::F32 {
+            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
+        }
+        if view.shape() != want {
+            return Err(format!(
+                "tensor {name} has shape {:?}, the model expects {want:?}",
+                view.shape()
+            ));
+        }
+        let values = view
+            .data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Ok(Some(Tensor::from_vec(values, want)))
+    };
+    let mut moments = Vec::new();
+    let mut expected = 0;
+    for (_, p) in params.iter_mut() {
+        let shape = p.value.shape().to_vec();
+        let name = format!("model/{}", p.name);
+        p.value = read(&name, &shape)?.ok_or_else(|| format!("tensor {name} is missing"))?;
+        let m = read(&format!("adamw.exp_avg/{}", p.name), &shape)?;
+        let v = read(&format!("adamw.exp_avg_sq/{}", p.name), &shape)?;
+        expected += 1 + 2 * usize::from(m.is_some() && v.is_some());
+        moments.push(m.zip(v));
+    }
+    if st.len() != expected {
+        let known: Vec<String> = params.iter().map(|(_, p)| p.name.clone()).collect();
+        let extra = st
+            .names()
+            .into_iter()
+            .find(|n| !known.iter().any(|k| n.ends_with(&format!("/{k}"))))
+            .unwrap_or("an AdamW moment without its pair");
+        return Err(format!("tensor {extra} does not belong to this model"));
+    }
+    opt.restore(adamw_step, moments);
+    Ok(())
 }
 
 /// Writes the checkpoint atomically (temp file + rename).
@@ -126,48 +192,7 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     }
 
     let mut trainer = Trainer::new(cfg);
-    let read = |name: &str, want: &[usize]| -> Result<Option<Tensor>, String> {
-        let view = match st.tensor(name) {
-            Ok(v) => v,
-            Err(_) => return Ok(None),
-        };
-        if view.dtype() != Dtype::F32 {
-            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
-        }
-        if view.shape() != want {
-            return Err(format!(
-                "tensor {name} has shape {:?}, the model expects {want:?}",
-                view.shape()
-            ));
-        }
-        let values = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok(Some(Tensor::from_vec(values, want)))
-    };
-    let mut moments = Vec::new();
-    let mut expected = 0;
-    for (_, p) in trainer.params.iter_mut() {
-        let shape = p.value.shape().to_vec();
-        let name = format!("model/{}", p.name);
-        p.value = read(&name, &shape)?.ok_or_else(|| format!("tensor {name} is missing"))?;
-        let m = read(&format!("adamw.exp_avg/{}", p.name), &shape)?;
-        let v = read(&format!("adamw.exp_avg_sq/{}", p.name), &shape)?;
-        expected += 1 + 2 * usize::from(m.is_some() && v.is_some());
-        moments.push(m.zip(v));
-    }
-    if st.len() != expected {
-        let known: Vec<String> = trainer.params.iter().map(|(_, p)| p.name.clone()).collect();
-        let extra = st
-            .names()
-            .into_iter()
-            .find(|n| !known.iter().any(|k| n.ends_with(&format!("/{k}"))))
-            .unwrap_or("an AdamW moment without its pair");
-        return Err(format!("tensor {extra} does not belong to this model"));
-    }
-    trainer.opt.restore(adamw_step, moments);
+    restore_model_and_moments(&st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
     trainer.iter = iter;
     trainer.rng = std::cell::RefCell::new(rng);
     Ok((trainer, vocab))

@@ -7,50 +7,23 @@
 //! The loop draws no random numbers once the model is built (GPT-2 has no
 //! dropout) and the loader's order is a function of its position, so these
 //! are the whole state. Tensors are named `model/<param>`,
-//! `adamw.exp_avg/<param>` and `adamw.exp_avg_sq/<param>`. The file is
-//! written to a temporary name and renamed.
+//! `adamw.exp_avg/<param>` and `adamw.exp_avg_sq/<param>`, as in lecture 7's
+//! checkpoints ([`gpt::checkpoint`], whose tensor code this shares). The
+//! file is written to a temporary name and renamed.
 
 use crate::recipe::{train_loader, RecipeConfig, Split, Trainer};
 use crate::shards::LoaderState;
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::Path;
-use tensor::Tensor;
 
 /// The `format` metadata value this module writes and accepts.
 pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/1";
 
-fn to_bytes(t: &Tensor) -> Vec<u8> {
-    t.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
 /// The checkpoint of `trainer` as safetensors bytes.
 pub fn to_safetensors(trainer: &Trainer) -> Result<Vec<u8>, String> {
-    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
-    for (id, p) in trainer.params.iter() {
-        let shape = p.value.shape().to_vec();
-        tensors.push((
-            format!("model/{}", p.name),
-            shape.clone(),
-            to_bytes(&p.value),
-        ));
-        if let Some((m, v)) = trainer.optimizer.moments(id) {
-            tensors.push((
-                format!("adamw.exp_avg/{}", p.name),
-                shape.clone(),
-                to_bytes(m),
-            ));
-            tensors.push((format!("adamw.exp_avg_sq/{}", p.name), shape, to_bytes(v)));
-        }
-    }
-    let views = tensors
-        .iter()
-        .map(|(name, shape, bytes)| {
-            let view = safetensors::tensor::TensorView::new(Dtype::F32, shape.clone(), bytes)
-                .map_err(|e| e.to_string())?;
-            Ok((name.clone(), view))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let tensors = gpt::checkpoint::model_and_moments(&trainer.params, &trainer.optimizer);
+    let views = gpt::checkpoint::tensor_views(&tensors)?;
     let metadata = HashMap::from([
         ("format".to_string(), FORMAT.to_string()),
         ("step".to_string(), trainer.step.to_string()),
@@ -117,48 +90,12 @@ pub fn from_safetensors(bytes: &[u8], split: &Split) -> Result<Trainer, String> 
         ));
     }
     let mut trainer = Trainer::new(config.clone(), split)?;
-    let read = |name: &str, want: &[usize]| -> Result<Option<Tensor>, String> {
-        let view = match st.tensor(name) {
-            Ok(v) => v,
-            Err(_) => return Ok(None),
-        };
-        if view.dtype() != Dtype::F32 {
-            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
-        }
-        if view.shape() != want {
-            return Err(format!(
-                "tensor {name} has shape {:?}, the model expects {want:?}",
-                view.shape()
-            ));
-        }
-        let values = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Ok(Some(Tensor::from_vec(values, want)))
-    };
-    let mut moments = Vec::new();
-    let mut expected = 0;
-    for (_, p) in trainer.params.iter_mut() {
-        let shape = p.value.shape().to_vec();
-        let name = format!("model/{}", p.name);
-        p.value = read(&name, &shape)?.ok_or_else(|| format!("tensor {name} is missing"))?;
-        let m = read(&format!("adamw.exp_avg/{}", p.name), &shape)?;
-        let v = read(&format!("adamw.exp_avg_sq/{}", p.name), &shape)?;
-        expected += 1 + 2 * usize::from(m.is_some() && v.is_some());
-        moments.push(m.zip(v));
-    }
-    if st.len() != expected {
-        let known: Vec<String> = trainer.params.iter().map(|(_, p)| p.name.clone()).collect();
-        let extra = st
-            .names()
-            .into_iter()
-            .find(|n| !known.iter().any(|k| n.ends_with(&format!("/{k}"))))
-            .unwrap_or("an AdamW moment without its pair");
-        return Err(format!("tensor {extra} does not belong to this model"));
-    }
-    trainer.optimizer.restore(adamw_step, moments);
+    gpt::checkpoint::restore_model_and_moments(
+        &st,
+        &mut trainer.params,
+        &mut trainer.optimizer,
+        adamw_step,
+    )?;
     trainer.train_loader = train_loader(&config, split)?;
     trainer.train_loader.restore(loader)?;
     trainer.step = step;
