@@ -230,6 +230,17 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                     None => println!("step {step}, loss: {}", log.loss),
                 }
             }
+            if steps == 50 {
+                // The stage as the video runs it: its last loss against PyTorch's.
+                let (want, band) = gpt2::train::pytorch_final(stage);
+                let got = logs.last().map_or(f64::NAN, |l| l.loss as f64);
+                let pass = (got - want).abs() <= band;
+                let verdict = if pass { "PASS" } else { "FAIL" };
+                println!("final loss {got} vs PyTorch's {want} ± {band}: {verdict}");
+                if !pass {
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
         }
         Command::Logits { model, ids } => {
             let (gpt, params) = gpt2::hf::from_pretrained(&model)?;
