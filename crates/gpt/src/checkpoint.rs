@@ -124,6 +124,13 @@ pub fn restore_model_and_moments(
         p.value = read(&name, &shape)?.ok_or_else(|| format!("tensor {name} is missing"))?;
         let m = read(&format!("adamw.exp_avg/{}", p.name), &shape)?;
         let v = read(&format!("adamw.exp_avg_sq/{}", p.name), &shape)?;
+        // Every parameter is trained, so after a step each has both moments.
+        if adamw_step > 0 && (m.is_none() || v.is_none()) {
+            return Err(format!(
+                "tensor adamw.exp_avg/{0} or adamw.exp_avg_sq/{0} is missing after {adamw_step} AdamW steps",
+                p.name
+            ));
+        }
         expected += 1 + 2 * usize::from(m.is_some() && v.is_some());
         moments.push(m.zip(v));
     }

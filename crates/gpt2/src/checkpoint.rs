@@ -1,6 +1,6 @@
 //! Checkpoints of the `cpu` stage, in safetensors: the model, AdamW's moments,
-//! and in the metadata the recipe, the steps taken, AdamW's step count and
-//! the loader's position (build-nanogpt's efedfac saves the model, its config
+//! and in the metadata the recipe, the steps taken, AdamW's step count,
+//! the training data's shards and lengths, and the loader's position (build-nanogpt's efedfac saves the model, its config
 //! and the step; its users ask for the optimizer and the data position too,
 //! PR #83, so that a resumed run continues the same loss curve).
 //!
@@ -33,6 +33,7 @@ pub fn to_safetensors(trainer: &Trainer) -> Result<Vec<u8>, String> {
         ),
         ("config".to_string(), json(&trainer.config)?),
         ("loader".to_string(), json(&trainer.train_loader.state())?),
+        ("train_data".to_string(), trainer.train_data.clone()),
     ]);
     safetensors::serialize(views, Some(metadata)).map_err(|e| e.to_string())
 }
@@ -83,6 +84,13 @@ pub fn from_safetensors(bytes: &[u8], split: &Split) -> Result<Trainer, String> 
         .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
     let loader: LoaderState =
         serde_json::from_str(field("loader")?).map_err(|e| format!("bad loader metadata: {e}"))?;
+    let saved_data = field("train_data")?;
+    let data = split.train.describe()?;
+    if *saved_data != data {
+        return Err(format!(
+            "it was trained on {saved_data}, but this run's training data is {data}"
+        ));
+    }
     if step > config.schedule.max_steps {
         return Err(format!(
             "step {step} is past the recipe's {} steps",

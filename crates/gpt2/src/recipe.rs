@@ -92,6 +92,31 @@ impl RecipeConfig {
         }
     }
 
+    /// Checks what the loop divides by: a warmup shorter than the run, and a
+    /// total batch that is a multiple of `b·t`.
+    pub fn validate(&self) -> Result<(), String> {
+        let s = &self.schedule;
+        if s.warmup_steps >= s.max_steps {
+            return Err(format!(
+                "the warmup ({} steps) must be shorter than the run ({} steps)",
+                s.warmup_steps, s.max_steps
+            ));
+        }
+        if self.eval_every == 0 {
+            return Err("eval_every must be at least 1".into());
+        }
+        self.grad_accum_steps().map(|_| ())
+    }
+
+    /// The recipe cut to `steps` steps: the schedule ends there, its warmup
+    /// shortened to half the run if it was longer.
+    pub fn with_steps(mut self, steps: usize) -> RecipeConfig {
+        self.schedule.max_steps = steps;
+        self.schedule.warmup_steps = self.schedule.warmup_steps.min(steps / 2);
+        self.eval_every = self.eval_every.min(steps.max(1));
+        self
+    }
+
     /// Micro-steps per optimizer step.
     pub fn grad_accum_steps(&self) -> Result<usize, String> {
         let micro = self.b * self.t;
@@ -120,6 +145,16 @@ impl Tokens {
             Tokens::Memory(name, tokens) => Ok(vec![TokenShard::from_tokens(name, tokens.clone())]),
             Tokens::Shards(paths) => paths.iter().map(|p| TokenShard::open(p)).collect(),
         }
+    }
+
+    /// What the split is, for checkpoints: each shard's name and length.
+    pub fn describe(&self) -> Result<String, String> {
+        Ok(self
+            .open()?
+            .iter()
+            .map(|s| format!("{} ({} tokens)", s.name(), s.len()))
+            .collect::<Vec<_>>()
+            .join(", "))
     }
 
     /// The tokens, when they are in memory.
@@ -176,6 +211,8 @@ pub struct Trainer {
     pub optimizer: AdamW,
     /// Where the training data is.
     pub train_loader: DataLoader,
+    /// What the training data is ([`Tokens::describe`]), checked on resuming.
+    pub train_data: String,
     /// Steps taken.
     pub step: usize,
 }
@@ -183,7 +220,7 @@ pub struct Trainer {
 impl Trainer {
     /// A fresh model from `torch.manual_seed(config.seed)`.
     pub fn new(config: RecipeConfig, split: &Split) -> Result<Trainer, String> {
-        config.grad_accum_steps()?;
+        config.validate()?;
         let mut params = Params::new();
         let mut rng = TorchGenerator::manual_seed(config.seed);
         let model = Gpt::new(
@@ -200,6 +237,7 @@ impl Trainer {
             params,
             optimizer,
             train_loader,
+            train_data: split.train.describe()?,
             step: 0,
         })
     }
@@ -264,8 +302,13 @@ impl LogFile {
     /// Opens `path`: a fresh run empties it; a resumed one keeps the lines
     /// before `from_step` and drops the rest, which the run writes again.
     pub fn open(path: &Path, from_step: usize) -> Result<LogFile, String> {
-        let kept: String = match std::fs::read_to_string(path) {
-            Ok(text) if from_step > 0 => text
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let kept: String = match text {
+            text if from_step > 0 => text
                 .lines()
                 .filter(|line| {
                     line.split(' ')
@@ -302,8 +345,9 @@ impl LogFile {
 }
 
 /// Model flops per token of a training step: 6 per parameter (forward and
-/// backward) plus attention's `12·L·T·C` (nanoGPT's `estimate_mfu`; the
-/// position embedding counted as it does).
+/// backward) plus attention's `12·L·T·C`, as nanoGPT's `estimate_mfu`
+/// (which leaves the position embedding out of the count; here it is in,
+/// 0.1% of this model).
 pub fn flops_per_token(config: &RecipeConfig) -> f64 {
     let n = config.model.parameter_count().unwrap_or(0) as f64;
     let m = &config.model;
@@ -312,7 +356,7 @@ pub fn flops_per_token(config: &RecipeConfig) -> f64 {
 
 // ANCHOR: recipe_loop
 /// The loop of train_gpt2.py from the trainer's step to `max_steps` (or to
-/// `stop_after` steps, to test resuming): evaluate on schedule, take an
+/// the step `stop_after`, to test resuming): evaluate on schedule, take an
 /// accumulated step at `get_lr(step)`, log, checkpoint into `out` on
 /// schedule. A loss that is not finite stops the run before any checkpoint
 /// of that state is written.
@@ -349,7 +393,7 @@ pub fn train(
             }
             evals.push(Eval { step, val });
         }
-        if last_step || stop_after == Some(trainer.step) {
+        if last_step || stop_after.is_some_and(|stop| trainer.step >= stop) {
             break;
         }
         let started = Instant::now();
@@ -381,7 +425,7 @@ pub fn train(
         let every = config.checkpoint_every;
         if trainer.step == max_steps
             || (every > 0 && trainer.step.is_multiple_of(every))
-            || stop_after == Some(trainer.step)
+            || stop_after.is_some_and(|stop| trainer.step >= stop)
         {
             // A step can leave the weights NaN before any loss shows it.
             if let Some((_, p)) = trainer
@@ -413,10 +457,13 @@ pub fn train(
 /// over the 50,257 tokens. Lecture 2 adds 1, which is far too much for 50,257
 /// tokens seen 304k times (8.08); this returns the best `alpha` of a grid
 /// chosen on the val split itself, the strongest bar an add-α bigram can set.
-/// `None` for shards on disk.
+/// `None` for shards on disk or a val split without a pair.
 pub fn bigram_val_loss(split: &Split) -> Option<(f64, f64)> {
     const V: f64 = 50257.0;
     let (train, val) = (split.train.in_memory()?, split.val.in_memory()?);
+    if val.len() < 2 {
+        return None;
+    }
     let mut pairs: std::collections::HashMap<(u16, u16), f64> = std::collections::HashMap::new();
     let mut rows: std::collections::HashMap<u16, f64> = std::collections::HashMap::new();
     for w in train.windows(2) {

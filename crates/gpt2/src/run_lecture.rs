@@ -68,6 +68,10 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
     if args.data.is_some() {
         config.val_steps = 20;
     }
+    if let Some(steps) = args.run.steps {
+        // A shorter run ends its schedule there (the targets then only report).
+        config = config.with_steps(steps);
+    }
     let mut run = Run::new(
         9,
         "gpt2",
@@ -120,8 +124,22 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
     let out = run.out_dir().join("cpu");
     let checkpoint = out.join("checkpoint.safetensors");
     let s = run.stage("cpu");
-    let mut trainer = if args.resume && checkpoint.exists() {
+    let mut trainer = if args.resume {
+        if !checkpoint.exists() {
+            return Err(format!(
+                "--resume: there is no checkpoint at {}",
+                checkpoint.display()
+            ));
+        }
         let trainer = gpt2::checkpoint::load(&checkpoint, &split)?;
+        if trainer.config != config {
+            return Err(format!(
+                "--resume: {} holds the recipe {}, but this run asks for {}",
+                checkpoint.display(),
+                serde_json::to_string(&trainer.config).expect("JSON"),
+                serde_json::to_string(&config).expect("JSON")
+            ));
+        }
         println!(
             "resuming from {} at step {}",
             checkpoint.display(),
@@ -138,7 +156,8 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
         0.0,
         params as f64,
     ));
-    let stop_after = if quick { Some(5) } else { steps_override };
+    // --quick keeps the recipe's schedule, so its first steps are PyTorch's.
+    let stop_after = quick.then_some(5);
     let start_step = trainer.step;
     let trained = recipe::train(&mut trainer, &split, &out, s, stop_after)?;
     if start_step == 0 {
@@ -173,15 +192,19 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
         s.target(band.ungated());
         s.target(below.ungated());
     }
-    s.target(Target::info(
-        "tokens/s in training steps",
-        trained.tokens_per_second,
-    ));
-    let peak = recipe::matmul_peak_flops();
-    s.target(Target::info(
-        "fraction of gemm's measured peak",
-        trained.flops_per_second / peak,
-    ));
+    if trained.losses.is_empty() {
+        println!("the checkpoint is at the recipe's last step: nothing left to train");
+    } else {
+        s.target(Target::info(
+            "tokens/s in training steps",
+            trained.tokens_per_second,
+        ));
+        let peak = recipe::matmul_peak_flops();
+        s.target(Target::info(
+            "fraction of gemm's measured peak",
+            trained.flops_per_second / peak,
+        ));
+    }
     if !quick {
         let model_dir = out.join("model");
         gpt2::hf::save_pretrained(&model_dir, &trainer.model, &trainer.params)?;
@@ -198,7 +221,9 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
         );
         print_samples(&trainer.model, &trainer.params)?;
     }
-    openai_weights(&mut run, &split)?;
+    if !quick {
+        openai_weights(&mut run, &split, args.data.is_none())?;
+    }
     Ok(run.finish())
 }
 
@@ -229,7 +254,7 @@ fn print_samples(model: &gpt2::Gpt, params: &autograd::Params) -> Result<(), Str
 
 /// With OpenAI's weights in the data folder (`cargo xtask data gpt2`), their
 /// val loss on the same split and a sample; reported, not gated.
-fn openai_weights(run: &mut Run, split: &Split) -> Result<(), String> {
+fn openai_weights(run: &mut Run, split: &Split, shakespeare: bool) -> Result<(), String> {
     let Some(dir) = data::path("tinyshakespeare.txt")
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("gpt2")))
@@ -240,10 +265,12 @@ fn openai_weights(run: &mut Run, split: &Split) -> Result<(), String> {
     };
     let s = run.stage("openai-gpt2");
     let loss = recipe::pretrained_val_loss(&dir, split)?;
-    s.target(Target::info(
-        "OpenAI GPT-2 124M val loss on tiny Shakespeare",
-        loss,
-    ));
+    let name = if shakespeare {
+        "OpenAI GPT-2 124M val loss on tiny Shakespeare"
+    } else {
+        "OpenAI GPT-2 124M val loss on the first val shard"
+    };
+    s.target(Target::info(name, loss));
     s.set_final("val", loss);
     let (model, params) = gpt2::hf::from_pretrained(&dir)?;
     print_samples(&model, &params)

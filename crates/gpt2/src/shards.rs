@@ -286,6 +286,16 @@ pub fn list_shards(dir: &Path, split: &str) -> Result<Vec<PathBuf>, String> {
         }
     }
     paths.sort();
+    let npy = paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "npy"))
+        .count();
+    if npy > 0 && npy < paths.len() {
+        return Err(format!(
+            "{}: holds both .npy and .bin {split} shards; keep one format in a folder",
+            dir.display()
+        ));
+    }
     if paths.is_empty() {
         return Err(format!(
             "{}: no {split} shards (files named *_{split}_*.npy or .bin; `gpt2 prepare` writes them)",
@@ -293,6 +303,16 @@ pub fn list_shards(dir: &Path, split: &str) -> Result<Vec<PathBuf>, String> {
         ));
     }
     Ok(paths)
+}
+
+/// splitmix64's finalizer of `a` and `b`: distinct seeds for each (seed,
+/// epoch) and (epoch, shard), where a sum would make seed 8's first epoch
+/// seed 7's second.
+fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Where a loader is: enough to continue from a checkpoint.
@@ -313,7 +333,7 @@ pub struct LoaderState {
 ///
 /// With `shuffle`, each epoch visits the shards in a new order and each
 /// shard's documents (split before each `<|endoftext|>`) in a new order,
-/// from `seed + epoch` (what build-nanogpt's users ask for in its PR #52);
+/// from `seed` and the epoch (what build-nanogpt's users ask for in its PR #52);
 /// a shuffled shard is read into memory to be reordered.
 pub struct DataLoader {
     shards: Vec<TokenShard>,
@@ -389,7 +409,8 @@ impl DataLoader {
         self.state
     }
 
-    /// Continues from a saved state, checking that it fits these shards.
+    /// Continues from a saved state, checking that it fits these shards; on
+    /// an error the loader stays where it was.
     pub fn restore(&mut self, state: LoaderState) -> Result<(), String> {
         if state.current_shard >= self.shards.len() {
             return Err(format!(
@@ -398,17 +419,20 @@ impl DataLoader {
                 self.shards.len()
             ));
         }
+        let saved = (self.state, self.order.clone(), self.shuffled.take());
         self.state = state;
         self.order = self.epoch_order(state.epoch);
         self.load_shard();
         let len = self.current().len();
         if state.current_position + self.b * self.t + 1 > len {
-            return Err(format!(
+            let err = format!(
                 "the saved loader reads {}..{} of {}, which holds {len} tokens",
                 state.current_position,
                 state.current_position + self.b * self.t + 1,
                 self.current().name()
-            ));
+            );
+            (self.state, self.order, self.shuffled) = saved;
+            return Err(err);
         }
         Ok(())
     }
@@ -416,7 +440,7 @@ impl DataLoader {
     fn epoch_order(&self, epoch: u64) -> Vec<usize> {
         match self.shuffle {
             None => (0..self.shards.len()).collect(),
-            Some(seed) => TorchGenerator::manual_seed(seed.wrapping_add(epoch))
+            Some(seed) => TorchGenerator::manual_seed(mix(seed, epoch))
                 .randperm(self.shards.len())
                 .into_iter()
                 .map(|i| i as usize)
@@ -434,10 +458,10 @@ impl DataLoader {
                 .collect();
             starts.push(tokens.len());
             let docs: Vec<&[u16]> = starts.windows(2).map(|w| &tokens[w[0]..w[1]]).collect();
-            let shard_seed = seed
-                .wrapping_add(self.state.epoch)
-                .wrapping_mul(1_000_003)
-                .wrapping_add(self.state.current_shard as u64);
+            let shard_seed = mix(
+                mix(seed, self.state.epoch),
+                1 + self.state.current_shard as u64,
+            );
             let perm = TorchGenerator::manual_seed(shard_seed).randperm(docs.len());
             let reordered = perm
                 .iter()
@@ -500,7 +524,6 @@ fn for_each_document(
     each: &mut dyn FnMut(Vec<u16>, u64) -> Result<(), String>,
 ) -> Result<(), String> {
     let fail = |e: String| format!("{}: {e}", input.display());
-    let text = std::fs::read_to_string(input).map_err(|e| fail(e.to_string()))?;
     let tokenize = |doc: &str| -> Result<Vec<u16>, String> {
         let ids = tokenizer.encode_ordinary(doc).map_err(|e| e.to_string())?;
         let mut tokens = Vec::with_capacity(ids.len() + 1);
@@ -511,15 +534,21 @@ fn for_each_document(
         Ok(tokens)
     };
     match kind {
-        InputKind::Text => each(tokenize(&text).map_err(fail)?, text.len() as u64),
+        InputKind::Text => {
+            let text = std::fs::read_to_string(input).map_err(|e| fail(e.to_string()))?;
+            each(tokenize(&text).map_err(fail)?, text.len() as u64)
+        }
         InputKind::Jsonl { field } => {
+            // Streamed line by line: FineWeb-Edu's export runs to tens of GB.
+            let file = std::fs::File::open(input).map_err(|e| fail(e.to_string()))?;
             let mut read = 0u64;
-            for (i, line) in text.lines().enumerate() {
+            for (i, line) in std::io::BufRead::lines(std::io::BufReader::new(file)).enumerate() {
+                let line = line.map_err(|e| fail(format!("line {}: {e}", i + 1)))?;
                 read += line.len() as u64 + 1;
                 if line.trim().is_empty() {
                     continue;
                 }
-                let row: serde_json::Value = serde_json::from_str(line)
+                let row: serde_json::Value = serde_json::from_str(&line)
                     .map_err(|e| fail(format!("line {}: not JSON: {e}", i + 1)))?;
                 let doc = row
                     .get(field)
@@ -555,6 +584,21 @@ pub fn prepare(
         .map_err(|e| format!("{}: {e}", input.display()))?
         .len();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for split in ["val", "train"] {
+        if let Ok(existing) = list_shards(out, split) {
+            if let Some(old) = existing.iter().find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{prefix}_{split}_")))
+            }) {
+                return Err(format!(
+                    "{}: already holds shards ({}); remove them or choose another --out or --prefix",
+                    out.display(),
+                    old.display()
+                ));
+            }
+        }
+    }
     let tokenizer = bpe::Gpt2Tokenizer::from_data_dir()
         .map_err(|e| e.to_string())?
         .into_inner();

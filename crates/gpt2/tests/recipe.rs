@@ -291,3 +291,52 @@ fn a_saved_models_val_loss_is_transformers_own() {
     let want = want["val_loss"].as_f64().unwrap();
     assert!((loss - want).abs() < 1e-5, "{loss} vs transformers' {want}");
 }
+
+#[test]
+fn a_checkpoint_resumes_only_on_its_own_data_and_a_stop_before_it_trains_nothing() {
+    let (config, split) = small();
+    let dir = scratch("guard");
+    let mut trainer = Trainer::new(config.clone(), &split).unwrap();
+    recipe::train(
+        &mut trainer,
+        &split,
+        &dir,
+        &mut report::Stage::standalone("g"),
+        Some(3),
+    )
+    .unwrap();
+    let checkpoint = dir.join("checkpoint.safetensors");
+    let tokens = gpt2::train::shakespeare_tokens(Some(60_000)).unwrap();
+    let err = gpt2::checkpoint::load(&checkpoint, &Split::new(&tokens))
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("trained on") && err.contains("checkpoint.safetensors"),
+        "{err}"
+    );
+    // Resumed at step 3, a stop at step 2 is already past: no step is taken.
+    let mut resumed = gpt2::checkpoint::load(&checkpoint, &split).unwrap();
+    let run = recipe::train(
+        &mut resumed,
+        &split,
+        &dir,
+        &mut report::Stage::standalone("h"),
+        Some(2),
+    )
+    .unwrap();
+    assert!(run.losses.is_empty());
+    assert_eq!(resumed.step, 3);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_recipe_whose_warmup_outlasts_it_is_refused() {
+    let (mut config, split) = small();
+    config.schedule.warmup_steps = config.schedule.max_steps;
+    let err = Trainer::new(config.clone(), &split).err().unwrap();
+    assert!(err.contains("warmup"), "{err}");
+    // Cutting a recipe shortens its warmup with it.
+    let cut = RecipeConfig::cpu().with_steps(12);
+    assert_eq!((cut.schedule.max_steps, cut.schedule.warmup_steps), (12, 6));
+    assert!(cut.validate().is_ok());
+}

@@ -103,7 +103,8 @@ fn damaged_shards_are_refused_naming_the_file_and_the_problem() {
     let err = damaged("x_train_000001.npy", &npy[..npy.len() - 2]);
     assert!(err.contains("says 64 tokens"), "{err}");
     let mut as_int16 = npy.clone();
-    as_int16[0x14..0x17].copy_from_slice(b"<i2"); // the header's 'descr'
+    as_int16[0x15..0x18].copy_from_slice(b"<i2"); // the header's 'descr': '<u2'
+    assert!(String::from_utf8_lossy(&as_int16).contains("'descr': '<i2'"));
     assert!(damaged("x_train_000001.npy", &as_int16).contains("not uint16"));
     assert!(damaged("x_train_000001.npy", &bin).contains("no \\x93NUMPY"));
     assert!(damaged("x_train_000001.txt", &bin).contains(".npy or .bin"));
@@ -260,4 +261,36 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_folder_of_mixed_formats_and_a_second_prepare_into_it_are_refused() {
+    // fixtures/shards holds each shard in both formats, on purpose.
+    let err = list_shards(&fixtures().join("shards"), "train").unwrap_err();
+    assert!(err.contains("both .npy and .bin"), "{err}");
+    let out = scratch("again");
+    let jsonl = InputKind::Jsonl {
+        field: "text".into(),
+    };
+    let docs = fixtures().join("docs.jsonl");
+    prepare(&docs, &jsonl, &out, "docs", 64, ShardFormat::Npy).unwrap();
+    let err = prepare(&docs, &jsonl, &out, "docs", 32, ShardFormat::Npy).unwrap_err();
+    assert!(err.contains("already holds shards"), "{err}");
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+#[test]
+fn a_refused_state_leaves_the_loader_where_it_was() {
+    let shards = vec![TokenShard::from_tokens("s", (0..50).collect())];
+    let mut loader = DataLoader::new(shards, (2, 3), (0, 1), None).unwrap();
+    loader.next_batch();
+    let before = loader.state();
+    let bad = LoaderState {
+        epoch: 0,
+        current_shard: 0,
+        current_position: 45,
+    };
+    assert!(loader.restore(bad).is_err());
+    assert_eq!(loader.state(), before);
+    assert_eq!(loader.next_batch().0, (6..12).collect::<Vec<_>>());
 }
