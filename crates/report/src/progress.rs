@@ -10,6 +10,7 @@ pub struct Progress {
     label: String,
     bar: Option<ProgressBar>,
     every: usize,
+    silent: bool,
 }
 
 impl Progress {
@@ -30,6 +31,19 @@ impl Progress {
             label: label.to_string(),
             bar,
             every: (total / 20).max(1),
+            silent: false,
+        }
+    }
+
+    /// A progress report that shows nothing: the other ranks of a
+    /// data-parallel run leave the reporting to rank 0.
+    pub fn silent(total: usize, label: &str) -> Progress {
+        Progress {
+            total,
+            label: label.to_string(),
+            bar: None,
+            every: 1,
+            silent: true,
         }
     }
 
@@ -42,6 +56,7 @@ impl Progress {
                     bar.set_message(format!("loss {loss:.4}"));
                 }
             }
+            None if self.silent => {}
             None => {
                 if step.is_multiple_of(self.every) || step + 1 == self.total {
                     println!("{}: step {step}/{}: loss {loss:.4}", self.label, self.total);

@@ -121,6 +121,7 @@ pub struct Stage {
     targets: Vec<Target>,
     rows: Vec<LossRow>,
     training: Option<Training>,
+    silent: bool,
 }
 
 impl Stage {
@@ -136,7 +137,15 @@ impl Stage {
             targets: Vec::new(),
             rows: Vec::new(),
             training: None,
+            silent: false,
         }
+    }
+
+    /// This stage without its progress report (a data-parallel run's ranks
+    /// other than 0).
+    pub fn silent(mut self) -> Stage {
+        self.silent = true;
+        self
     }
 
     /// Starts a training loop of `steps` steps, called `label` in the progress
@@ -146,7 +155,10 @@ impl Stage {
             label: label.to_string(),
             steps,
             log,
-            progress: Progress::new(steps, label),
+            progress: match self.silent {
+                true => Progress::silent(steps, label),
+                false => Progress::new(steps, label),
+            },
             started: Instant::now(),
             block_sum: 0.0,
             block_len: 0,
