@@ -51,6 +51,7 @@ fn step_ms(config: GptConfig, (b, t): (usize, usize), runs: usize) -> f64 {
                 (b, t),
                 1,
                 6e-4,
+                &gpt2::ddp::SingleProcess,
             );
             t0.elapsed().as_secs_f64() * 1e3
         })

@@ -1,8 +1,13 @@
 //! Checkpoints of the `cpu` stage, in safetensors: the model, AdamW's moments,
 //! and in the metadata the recipe, the steps taken, AdamW's step count,
-//! the training data's shards and lengths, and the loader's position (build-nanogpt's efedfac saves the model, its config
+//! the training data's shards and lengths, the number of processes and each
+//! one's loader position (build-nanogpt's efedfac saves the model, its config
 //! and the step; its users ask for the optimizer and the data position too,
 //! PR #83, so that a resumed run continues the same loss curve).
+//!
+//! In a data-parallel run every rank calls [`save`] and rank 0 writes; a run
+//! resumes only with as many processes as wrote it, since each one's place
+//! in the data is its own.
 //!
 //! The loop draws no random numbers once the model is built (GPT-2 has no
 //! dropout) and the loader's order is a function of its position, so these
@@ -11,6 +16,7 @@
 //! checkpoints ([`gpt::checkpoint`], whose tensor code this shares). The
 //! file is written to a temporary name and renamed.
 
+use crate::ddp::{check_in_sync, Collective, SingleProcess};
 use crate::recipe::{train_loader, RecipeConfig, Split, Trainer};
 use crate::shards::LoaderState;
 use safetensors::SafeTensors;
@@ -18,10 +24,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// The `format` metadata value this module writes and accepts.
-pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/1";
+pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/2";
 
-/// The checkpoint of `trainer` as safetensors bytes.
-pub fn to_safetensors(trainer: &Trainer) -> Result<Vec<u8>, String> {
+/// The checkpoint of `trainer` as safetensors bytes, with `loaders`, every
+/// rank's loader position in rank order.
+pub fn to_safetensors(trainer: &Trainer, loaders: &[LoaderState]) -> Result<Vec<u8>, String> {
     let tensors = gpt::checkpoint::model_and_moments(&trainer.params, &trainer.optimizer);
     let views = gpt::checkpoint::tensor_views(&tensors)?;
     let metadata = HashMap::from([
@@ -32,7 +39,8 @@ pub fn to_safetensors(trainer: &Trainer) -> Result<Vec<u8>, String> {
             trainer.optimizer.steps().to_string(),
         ),
         ("config".to_string(), json(&trainer.config)?),
-        ("loader".to_string(), json(&trainer.train_loader.state())?),
+        ("world_size".to_string(), loaders.len().to_string()),
+        ("loaders".to_string(), json(&loaders)?),
         ("train_data".to_string(), trainer.train_data.clone()),
     ]);
     safetensors::serialize(views, Some(metadata)).map_err(|e| e.to_string())
@@ -42,9 +50,31 @@ fn json(value: &impl serde::Serialize) -> Result<String, String> {
     serde_json::to_string(value).map_err(|e| e.to_string())
 }
 
-/// Writes the checkpoint atomically (temp file + rename).
+/// Writes the checkpoint atomically (temp file + rename). Every rank calls
+/// it: the ranks' loader positions are gathered and their weights checked
+/// equal, then rank 0 writes.
 pub fn save(path: &Path, trainer: &Trainer) -> Result<(), String> {
-    let bytes = to_safetensors(trainer)?;
+    let ddp = trainer.ddp.as_ref();
+    check_in_sync(&trainer.params, ddp, trainer.step)?;
+    let state = trainer.train_loader.state();
+    let mine = [
+        state.epoch,
+        state.current_shard as u64,
+        state.current_position as u64,
+    ];
+    let loaders: Vec<LoaderState> = ddp
+        .all_gather(&mine, "the loaders' positions")
+        .chunks(3)
+        .map(|s| LoaderState {
+            epoch: s[0],
+            current_shard: s[1] as usize,
+            current_position: s[2] as usize,
+        })
+        .collect();
+    if !ddp.is_master() {
+        return Ok(());
+    }
+    let bytes = to_safetensors(trainer, &loaders)?;
     report::write_atomic(path, &bytes)
         .map_err(|e| format!("cannot write checkpoint {}: {e}", path.display()))
 }
@@ -53,13 +83,53 @@ pub fn save(path: &Path, trainer: &Trainer) -> Result<(), String> {
 /// copies every tensor, and puts the loader back where it was on `split`.
 /// A missing, extra or misshapen tensor is an error naming it.
 pub fn load(path: &Path, split: &Split) -> Result<Trainer, String> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| format!("cannot read checkpoint {}: {e}", path.display()))?;
-    from_safetensors(&bytes, split).map_err(|e| format!("checkpoint {}: {e}", path.display()))
+    load_ddp(path, split, Box::new(SingleProcess))
 }
 
-/// [`load`] from bytes.
-pub fn from_safetensors(bytes: &[u8], split: &Split) -> Result<Trainer, String> {
+/// `--resume`: the checkpoint at `path` on every rank of `ddp`, which must
+/// exist and hold the recipe `config` that this run asks for.
+pub fn resume(
+    path: &Path,
+    split: &Split,
+    config: &RecipeConfig,
+    ddp: Box<dyn Collective>,
+) -> Result<Trainer, String> {
+    if !path.exists() {
+        return Err(format!(
+            "--resume: there is no checkpoint at {}",
+            path.display()
+        ));
+    }
+    let trainer = load_ddp(path, split, ddp)?;
+    if trainer.config != *config {
+        return Err(format!(
+            "--resume: {} holds the recipe {}, but this run asks for {}",
+            path.display(),
+            json(&trainer.config)?,
+            json(config)?
+        ));
+    }
+    if trainer.ddp.is_master() {
+        println!("resuming from {} at step {}", path.display(), trainer.step);
+    }
+    Ok(trainer)
+}
+
+/// [`load`] on every rank of `ddp` (each reads the file), each rank's
+/// loader put back where it was; a checkpoint written by another number of
+/// processes is an error.
+pub fn load_ddp(path: &Path, split: &Split, ddp: Box<dyn Collective>) -> Result<Trainer, String> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| format!("cannot read checkpoint {}: {e}", path.display()))?;
+    from_safetensors(&bytes, split, ddp).map_err(|e| format!("checkpoint {}: {e}", path.display()))
+}
+
+/// [`load_ddp`] from bytes.
+pub fn from_safetensors(
+    bytes: &[u8],
+    split: &Split,
+    ddp: Box<dyn Collective>,
+) -> Result<Trainer, String> {
     let st = SafeTensors::deserialize(bytes)
         .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
     let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
@@ -82,8 +152,31 @@ pub fn from_safetensors(bytes: &[u8], split: &Split) -> Result<Trainer, String> 
     let adamw_step: u64 = field("adamw_step")?
         .parse()
         .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
-    let loader: LoaderState =
-        serde_json::from_str(field("loader")?).map_err(|e| format!("bad loader metadata: {e}"))?;
+    let loaders: Vec<LoaderState> = serde_json::from_str(field("loaders")?)
+        .map_err(|e| format!("bad loaders metadata: {e}"))?;
+    let world: usize = field("world_size")?
+        .parse()
+        .map_err(|e| format!("bad world_size metadata: {e}"))?;
+    if loaders.len() != world {
+        return Err(format!(
+            "it holds {} loader positions for {world} processes",
+            loaders.len()
+        ));
+    }
+    if world != ddp.world_size() {
+        let launch = |n: usize| match n {
+            1 => "one process (no mpirun)".to_string(),
+            n => format!("{n} processes (mpirun -np {n} … --ddp)"),
+        };
+        return Err(format!(
+            "it was written by a run of {}, and each process's place in the data is its own; \
+             resume it with {}, not {}",
+            launch(world),
+            launch(world),
+            launch(ddp.world_size())
+        ));
+    }
+    let loader = loaders[ddp.rank()];
     let saved_data = field("train_data")?;
     let data = split.train.describe()?;
     if *saved_data != data {
@@ -97,14 +190,14 @@ pub fn from_safetensors(bytes: &[u8], split: &Split) -> Result<Trainer, String> 
             config.schedule.max_steps
         ));
     }
-    let mut trainer = Trainer::new(config.clone(), split)?;
+    let mut trainer = Trainer::with_ddp(config.clone(), split, ddp)?;
     gpt::checkpoint::restore_model_and_moments(
         &st,
         &mut trainer.params,
         &mut trainer.optimizer,
         adamw_step,
     )?;
-    trainer.train_loader = train_loader(&config, split)?;
+    trainer.train_loader = train_loader(&config, split, trainer.ddp.as_ref())?;
     trainer.train_loader.restore(loader)?;
     trainer.step = step;
     Ok(trainer)

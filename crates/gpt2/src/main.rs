@@ -2,12 +2,15 @@
 //! `gpt2 sample --model DIR`: build-nanogpt's sampling demo;
 //! `gpt2 logits --model DIR --ids 1,2,3`: one JSON row of logits per position,
 //! for checking a model against another implementation;
-//! `gpt2 prepare --input FILE [--jsonl --field text] --out DIR`: token shards.
+//! `gpt2 prepare --input FILE [--jsonl --field text] --out DIR`: token shards;
+//! `gpt2 train --stage STAGE`: a stage of the video's loop, or with `cpu`
+//! the recipe, data-parallel under `mpirun` with `--ddp`.
 //!
 //! `DIR` holds Hugging Face's `config.json` and `model.safetensors`, such as
 //! the `gpt2` checkpoint or a model saved by `transformers`.
 
 mod run_lecture;
+mod train_cpu;
 
 use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use clap::{Parser, Subcommand};
@@ -28,6 +31,21 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// `gpt2 train --stage`: the video's stages and the `cpu` recipe.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum StageArg {
+    /// 7822fce: one batch, over and over.
+    OverfitBatch,
+    /// 631f7d6: DataLoaderLite over tiny Shakespeare.
+    Dataloader,
+    /// ec39245, 9ac321e: the tied head and GPT-2's init.
+    Init,
+    /// 7230096 to 01be6b3: AdamW, clipping, the schedule, accumulation.
+    Optimizer,
+    /// The whole recipe, scaled to a CPU; `--ddp` under mpirun.
+    Cpu,
 }
 
 #[derive(Subcommand)]
@@ -91,14 +109,17 @@ enum Command {
         #[arg(long)]
         limit: Option<usize>,
     },
-    /// Train a stage of the video's loop: overfit-batch, dataloader, init, optimizer.
+    /// Train a stage of the video's loop (overfit-batch, dataloader, init,
+    /// optimizer), or the `cpu` recipe, on one process or data-parallel.
     Train {
         /// The stage.
         #[arg(long, value_enum)]
-        stage: gpt2::train::TrainStage,
-        /// Steps (the video: 50).
-        #[arg(long, default_value_t = 50)]
-        steps: usize,
+        stage: StageArg,
+        /// Steps (the video's stages: 50; cpu: the recipe's 500).
+        #[arg(long)]
+        steps: Option<usize>,
+        #[command(flatten)]
+        cpu: train_cpu::CpuArgs,
     },
     /// Print the logits of a token sequence as JSON, one row per position.
     Logits {
@@ -217,7 +238,26 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 acc.acc_norm()
             );
         }
-        Command::Train { stage, steps } => {
+        Command::Train {
+            stage: StageArg::Cpu,
+            steps,
+            cpu,
+        } => return train_cpu::train(cpu, steps),
+        Command::Train { stage, steps, cpu } => {
+            if cpu.any_set() {
+                return Err(
+                    "--out, --resume, --data, --batch-size, --total-batch-size, \
+                    --val-steps, --checkpoint-every, --stop-after and --ddp are for --stage cpu"
+                        .into(),
+                );
+            }
+            let stage = match stage {
+                StageArg::OverfitBatch => gpt2::train::TrainStage::OverfitBatch,
+                StageArg::Dataloader => gpt2::train::TrainStage::Dataloader,
+                StageArg::Init => gpt2::train::TrainStage::Init,
+                StageArg::Optimizer | StageArg::Cpu => gpt2::train::TrainStage::Optimizer,
+            };
+            let steps = steps.unwrap_or(50);
             let mut report = report::Stage::standalone("train");
             let logs = gpt2::train::train(stage, steps, &mut report)?;
             for (step, log) in logs.iter().enumerate() {

@@ -17,6 +17,7 @@
 //! model's.
 
 use crate::checkpoint;
+use crate::ddp::{Collective, SingleProcess};
 use crate::model::{Gpt, GptConfig, InitScheme};
 use crate::shards::{DataLoader, TokenShard};
 use crate::train::{accumulated_step, configure_optimizers, LrSchedule};
@@ -93,8 +94,8 @@ impl RecipeConfig {
     }
 
     /// Checks what the loop divides by: a warmup shorter than the run, and a
-    /// total batch that is a multiple of `b·t`.
-    pub fn validate(&self) -> Result<(), String> {
+    /// total batch that is a multiple of `b·t·world_size`.
+    pub fn validate(&self, world_size: usize) -> Result<(), String> {
         let s = &self.schedule;
         if s.warmup_steps >= s.max_steps {
             return Err(format!(
@@ -105,7 +106,7 @@ impl RecipeConfig {
         if self.eval_every == 0 {
             return Err("eval_every must be at least 1".into());
         }
-        self.grad_accum_steps().map(|_| ())
+        self.grad_accum_steps(world_size).map(|_| ())
     }
 
     /// The recipe cut to `steps` steps: the schedule ends there, its warmup
@@ -117,12 +118,12 @@ impl RecipeConfig {
         self
     }
 
-    /// Micro-steps per optimizer step.
-    pub fn grad_accum_steps(&self) -> Result<usize, String> {
-        let micro = self.b * self.t;
+    /// Micro-steps per optimizer step of each of `world_size` processes.
+    pub fn grad_accum_steps(&self, world_size: usize) -> Result<usize, String> {
+        let micro = self.b * self.t * world_size;
         if micro == 0 || !self.total_batch_size.is_multiple_of(micro) {
             return Err(format!(
-                "total_batch_size {} is not a multiple of B·T = {}·{}",
+                "total_batch_size {} is not a multiple of B·T·processes = {}·{}·{world_size} = {micro}",
                 self.total_batch_size, self.b, self.t
             ));
         }
@@ -215,12 +216,24 @@ pub struct Trainer {
     pub train_data: String,
     /// Steps taken.
     pub step: usize,
+    /// The processes training together ([`SingleProcess`] alone).
+    pub ddp: Box<dyn Collective>,
 }
 
 impl Trainer {
-    /// A fresh model from `torch.manual_seed(config.seed)`.
+    /// A fresh model from `torch.manual_seed(config.seed)`, trained by one process.
     pub fn new(config: RecipeConfig, split: &Split) -> Result<Trainer, String> {
-        config.validate()?;
+        Trainer::with_ddp(config, split, Box::new(SingleProcess))
+    }
+
+    /// A fresh model on every rank of `ddp`: the same seed gives every rank
+    /// the same weights, as DDP's broadcast from rank 0 would.
+    pub fn with_ddp(
+        config: RecipeConfig,
+        split: &Split,
+        ddp: Box<dyn Collective>,
+    ) -> Result<Trainer, String> {
+        config.validate(ddp.world_size())?;
         let mut params = Params::new();
         let mut rng = TorchGenerator::manual_seed(config.seed);
         let model = Gpt::new(
@@ -230,7 +243,7 @@ impl Trainer {
         );
         let optimizer =
             configure_optimizers(&params, config.weight_decay, config.schedule.max_lr as f32);
-        let train_loader = train_loader(&config, split)?;
+        let train_loader = train_loader(&config, split, ddp.as_ref())?;
         Ok(Trainer {
             config,
             model,
@@ -239,37 +252,50 @@ impl Trainer {
             train_loader,
             train_data: split.train.describe()?,
             step: 0,
+            ddp,
         })
     }
 
-    /// The mean val loss over `val_steps` micro-batches from the val split's start
-    /// (build-nanogpt's `val_loader.reset()` and loop), without a tape;
-    /// `val_steps` 0 means all of the first val shard.
+    /// The mean val loss over the val split's first micro-batches, without
+    /// a tape (build-nanogpt's `val_loader.reset()` and loop): `val_steps`
+    /// of them on each rank, or with `val_steps` 0 every whole one of the
+    /// first val shard, shared among the ranks. Rank `r` of `world` takes
+    /// batches `r`, `r + world`, …, as its val loader would, and the
+    /// ranks' sums are added (build-nanogpt's all-reduce of the mean).
     pub fn val_loss(&self, split: &Split) -> Result<f32, String> {
         let (b, t) = (self.config.b, self.config.t);
+        let (rank, world) = (self.ddp.rank(), self.ddp.world_size());
         let shards = split.val.open()?;
         let whole = (shards[0].len().max(1) - 1) / (b * t);
         let steps = match self.config.val_steps {
             0 => whole,
-            n => n,
+            n => (n * world).min(whole),
         };
-        let mut val_loader = DataLoader::new(shards, (b, t), (0, 1), None)?;
         let mut val_loss_accum = 0.0f32;
-        for _ in 0..steps {
-            let (x, y) = val_loader.next_batch();
+        for batch in (rank..steps).step_by(world) {
+            let buf = shards[0].read(batch * b * t, b * t + 1);
+            let (x, y) = (&buf[..b * t], &buf[1..]);
             let graph = Graph::no_grad();
             let loss = self
                 .model
-                .loss(&ForwardPass::eval(&graph, &self.params), &x, &y, b, t); // scalar
+                .loss(&ForwardPass::eval(&graph, &self.params), x, y, b, t); // scalar
             val_loss_accum += loss.item() / steps as f32;
         }
-        Ok(val_loss_accum)
+        let mut sum = [val_loss_accum];
+        self.ddp.all_reduce_sum(&mut sum, "the val loss");
+        Ok(sum[0])
     }
 }
 
-/// The loader over the train split, B·T at a time, one process.
-pub fn train_loader(config: &RecipeConfig, split: &Split) -> Result<DataLoader, String> {
-    DataLoader::new(split.train.open()?, (config.b, config.t), (0, 1), None)
+/// This process's loader over the train split: rank `r` of `world` starts
+/// at micro-batch `r` and strides `world` of them.
+pub fn train_loader(
+    config: &RecipeConfig,
+    split: &Split,
+    ddp: &dyn Collective,
+) -> Result<DataLoader, String> {
+    let ranks = (ddp.rank(), ddp.world_size());
+    DataLoader::new(split.train.open()?, (config.b, config.t), ranks, None)
 }
 
 /// One evaluation of the val loss.
@@ -359,7 +385,8 @@ pub fn flops_per_token(config: &RecipeConfig) -> f64 {
 /// the step `stop_after`, to test resuming): evaluate on schedule, take an
 /// accumulated step at `get_lr(step)`, log, checkpoint into `out` on
 /// schedule. A loss that is not finite stops the run before any checkpoint
-/// of that state is written.
+/// of that state is written. Every rank runs it; only rank 0 prints, logs
+/// and writes.
 pub fn train(
     trainer: &mut Trainer,
     split: &Split,
@@ -369,9 +396,15 @@ pub fn train(
 ) -> Result<Trained, String> {
     let config = trainer.config.clone();
     let max_steps = config.schedule.max_steps;
-    let grad_accum_steps = config.grad_accum_steps()?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut log = LogFile::open(&out.join("log.txt"), trainer.step)?;
+    let grad_accum_steps = config.grad_accum_steps(trainer.ddp.world_size())?;
+    let master = trainer.ddp.is_master();
+    let mut log = match master {
+        true => {
+            std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            Some(LogFile::open(&out.join("log.txt"), trainer.step)?)
+        }
+        false => None,
+    };
     report.start_training("cpu", max_steps, LogEvery::Evaluations);
     let (mut losses, mut evals) = (Vec::new(), Vec::new());
     let (mut train_seconds, mut since_eval) = (0.0f64, Vec::new());
@@ -379,8 +412,10 @@ pub fn train(
         let last_step = step == max_steps;
         if step.is_multiple_of(config.eval_every) || last_step {
             let val = trainer.val_loss(split)?;
-            println!("validation loss: {val:.4}");
-            log.line(step, "val", val, 4)?;
+            if let Some(log) = &mut log {
+                println!("validation loss: {val:.4}");
+                log.line(step, "val", val, 4)?;
+            }
             if !since_eval.is_empty() {
                 let train = since_eval.iter().sum::<f64>() / since_eval.len() as f64;
                 report.log(
@@ -407,6 +442,7 @@ pub fn train(
             (config.b, config.t),
             grad_accum_steps,
             lr,
+            trainer.ddp.as_ref(),
         );
         let dt = started.elapsed().as_secs_f64();
         train_seconds += dt;
@@ -414,8 +450,10 @@ pub fn train(
         trainer.step = step + 1;
         losses.push(loss);
         since_eval.push(loss as f64);
-        log.line(step, "train", loss, 6)?;
-        if step.is_multiple_of(config.eval_every) || step + 1 == max_steps {
+        if let Some(log) = &mut log {
+            log.line(step, "train", loss, 6)?;
+        }
+        if master && (step.is_multiple_of(config.eval_every) || step + 1 == max_steps) {
             let tokens_per_sec = config.total_batch_size as f64 / dt;
             println!(
                 "step {step:5} | loss: {loss:.6} | lr {lr:.4e} | norm: {norm:.4} | dt: {:.2}ms | tok/sec: {tokens_per_sec:.2}",

@@ -1,6 +1,7 @@
 //! `gpt2 lecture`: the video's first training stage against PyTorch, then
 //! the `cpu` recipe, its targets, its exports and its sample.
 
+use gpt2::ddp::SingleProcess;
 use gpt2::recipe::{self, RecipeConfig, Split, Trainer};
 use gpt2::train::{train, TrainStage};
 use report::{Run, RunArgs, Target};
@@ -124,30 +125,9 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
     let out = run.out_dir().join("cpu");
     let checkpoint = out.join("checkpoint.safetensors");
     let s = run.stage("cpu");
-    let mut trainer = if args.resume {
-        if !checkpoint.exists() {
-            return Err(format!(
-                "--resume: there is no checkpoint at {}",
-                checkpoint.display()
-            ));
-        }
-        let trainer = gpt2::checkpoint::load(&checkpoint, &split)?;
-        if trainer.config != config {
-            return Err(format!(
-                "--resume: {} holds the recipe {}, but this run asks for {}",
-                checkpoint.display(),
-                serde_json::to_string(&trainer.config).expect("JSON"),
-                serde_json::to_string(&config).expect("JSON")
-            ));
-        }
-        println!(
-            "resuming from {} at step {}",
-            checkpoint.display(),
-            trainer.step
-        );
-        trainer
-    } else {
-        Trainer::new(config.clone(), &split)?
+    let mut trainer = match args.resume {
+        true => gpt2::checkpoint::resume(&checkpoint, &split, &config, Box::new(SingleProcess))?,
+        false => Trainer::new(config.clone(), &split)?,
     };
     let params = trainer.params.count();
     s.target(Target::exact(

@@ -13,7 +13,7 @@
 //! - `optimizer` (7230096 "vocab size 50257 -> 50304 nice" to 01be6b3 "add
 //!   gradient accumulation"): vocab 50,304, AdamW with β (0.9, 0.95) and
 //!   weight decay 0.1 on matrices only, the gradient clipped at norm 1.0,
-//!   warmup then cosine ([`get_lr`]), and 4 micro-steps of 4×32 accumulated
+//!   warmup then cosine ([`LrSchedule::get_lr`]), and 4 micro-steps of 4×32 accumulated
 //!   into each step of 512 tokens.
 //!
 //! Each is checked against PyTorch running the commits' code on CPU with the
@@ -21,6 +21,7 @@
 //! and 524,288 tokens per step would take over an hour a step on 2 cores;
 //! TF32, bf16 autocast and `torch.compile` exist only on a GPU.
 
+use crate::ddp::{average, average_gradients, Collective, SingleProcess};
 use crate::model::{Gpt, GptConfig, InitScheme};
 use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
 use bpe::{AllowedSpecial, Gpt2Tokenizer};
@@ -218,8 +219,11 @@ pub fn configure_optimizers(params: &Params, weight_decay: f32, learning_rate: f
 /// One optimizer step over `grad_accum_steps` micro-batches (01be6b3): each
 /// micro-batch's loss is divided by their number so that the summed
 /// gradients are the mean's, as one big batch would give. Then the gradient
-/// is clipped at norm 1.0 (105f117) and AdamW steps at `lr`.
+/// is clipped at norm 1.0 (105f117) and AdamW steps at `lr`. With several
+/// processes (ba2554a) the gradients and the loss are averaged across them
+/// once, after the last micro-step ([`crate::ddp`]).
 /// Returns `(loss_accum, norm)`.
+#[allow(clippy::too_many_arguments)]
 pub fn accumulated_step(
     model: &Gpt,
     params: &mut Params,
@@ -228,6 +232,7 @@ pub fn accumulated_step(
     (b, t): (usize, usize),
     grad_accum_steps: usize,
     lr: f32,
+    ddp: &dyn Collective,
 ) -> (f32, f32) {
     params.zero_grad();
     let mut loss_accum = 0.0f32;
@@ -239,6 +244,8 @@ pub fn accumulated_step(
         loss_accum += loss.item();
         loss.backward_into(params);
     }
+    average_gradients(params, ddp);
+    let loss_accum = average(loss_accum, ddp, "the loss");
     let norm = clip_grad_norm(params, 1.0);
     optimizer.config.lr = lr;
     optimizer.step(params);
@@ -316,6 +323,7 @@ pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<
                 (B, T),
                 grad_accum_steps,
                 lr,
+                &SingleProcess,
             );
             StepLog {
                 loss,

@@ -81,3 +81,35 @@ fn requests_the_model_cannot_serve_are_clear_errors() {
         "{stderr}"
     );
 }
+
+#[test]
+fn ddp_flags_are_errors_where_they_cannot_work() {
+    // The video's stages take none of the recipe's flags.
+    let (ok, _, stderr) = gpt2(&["train", "--stage", "init", "--ddp"]);
+    assert!(!ok);
+    assert!(stderr.contains("are for --stage cpu"), "{stderr}");
+    // Started by mpirun as one of two, without --ddp: both would write the same files.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args(["train", "--stage", "cpu", "--steps", "1"])
+        .env("OMPI_COMM_WORLD_SIZE", "2")
+        .env("OMPI_COMM_WORLD_RANK", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("one of 2 that a launcher started") && stderr.contains("add --ddp"),
+        "{stderr}"
+    );
+}
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn ddp_without_the_mpi_feature_says_how_to_build_it() {
+    let (ok, _, stderr) = gpt2(&["train", "--stage", "cpu", "--ddp"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("--features mpi") && stderr.contains("libopenmpi-dev"),
+        "{stderr}"
+    );
+}

@@ -338,5 +338,5 @@ fn a_recipe_whose_warmup_outlasts_it_is_refused() {
     // Cutting a recipe shortens its warmup with it.
     let cut = RecipeConfig::cpu().with_steps(12);
     assert_eq!((cut.schedule.max_steps, cut.schedule.warmup_steps), (12, 6));
-    assert!(cut.validate().is_ok());
+    assert!(cut.validate(1).is_ok());
 }
