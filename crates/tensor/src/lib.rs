@@ -24,7 +24,7 @@ pub mod rng;
 mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
-pub use matmul::max_threads;
+pub use matmul::{max_threads, set_max_threads};
 pub use numeric::{erf, erfc_fast, normal_cdf};
 
 use ndarray::{ArcArray, ArrayD, IxDyn};

@@ -24,10 +24,13 @@ const SPLIT_BATCH_BELOW: usize = 48 * 48 * 256;
 /// A batch with fewer multiply-adds than this in total is not worth a thread spawn.
 const SPAWN_ABOVE: usize = 1 << 18;
 
+/// The thread count, fixed on first use.
+static THREADS: OnceLock<usize> = OnceLock::new();
+
 /// How many threads matrix products may use: `ZTH_THREADS` if it is set to a
-/// positive integer, otherwise the number of available cores.
+/// positive integer, otherwise the number of available cores (or what
+/// [`set_max_threads`] set).
 pub fn max_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         match std::env::var("ZTH_THREADS") {
@@ -43,6 +46,16 @@ pub fn max_threads() -> usize {
             },
         }
     })
+}
+
+/// Fixes the thread count before the first product, as a program does that
+/// shares the machine with other processes; `ZTH_THREADS` still wins. Returns
+/// the count in force, which is the earlier one if products already ran.
+pub fn set_max_threads(threads: usize) -> usize {
+    match std::env::var_os("ZTH_THREADS") {
+        Some(_) => max_threads(),
+        None => *THREADS.get_or_init(|| threads.max(1)),
+    }
 }
 
 impl Tensor {
