@@ -25,6 +25,8 @@ use std::path::Path;
 
 /// The `format` metadata value this module writes and accepts.
 pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/2";
+/// The format before data-parallel training: one process, one `loader`.
+const FORMAT_ONE_PROCESS: &str = "zero-to-hero/gpt2-recipe/1";
 
 /// The checkpoint of `trainer` as safetensors bytes, with `loaders`, every
 /// rank's loader position in rank order.
@@ -138,7 +140,8 @@ pub fn from_safetensors(
         meta.get(key)
             .ok_or_else(|| format!("metadata has no `{key}`; not a gpt2 recipe checkpoint"))
     };
-    if field("format")? != FORMAT {
+    let one_process = field("format")? == FORMAT_ONE_PROCESS;
+    if field("format")? != FORMAT && !one_process {
         return Err(format!(
             "format is {:?}, expected {FORMAT:?}",
             field("format")?
@@ -152,11 +155,20 @@ pub fn from_safetensors(
     let adamw_step: u64 = field("adamw_step")?
         .parse()
         .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
-    let loaders: Vec<LoaderState> = serde_json::from_str(field("loaders")?)
-        .map_err(|e| format!("bad loaders metadata: {e}"))?;
-    let world: usize = field("world_size")?
-        .parse()
-        .map_err(|e| format!("bad world_size metadata: {e}"))?;
+    let (loaders, world): (Vec<LoaderState>, usize) = match one_process {
+        true => (
+            vec![serde_json::from_str(field("loader")?)
+                .map_err(|e| format!("bad loader metadata: {e}"))?],
+            1,
+        ),
+        false => (
+            serde_json::from_str(field("loaders")?)
+                .map_err(|e| format!("bad loaders metadata: {e}"))?,
+            field("world_size")?
+                .parse()
+                .map_err(|e| format!("bad world_size metadata: {e}"))?,
+        ),
+    };
     if loaders.len() != world {
         return Err(format!(
             "it holds {} loader positions for {world} processes",

@@ -39,6 +39,33 @@ pub trait Collective {
     fn is_master(&self) -> bool {
         self.rank() == 0
     }
+    /// Prints `message` as this rank's error and ends every rank. A rank
+    /// that fails alone must not just return: the others would wait for it
+    /// at their next exchange, and it at `MPI_Finalize` for them.
+    fn abort(&self, message: &str) -> ! {
+        eprintln!("error: {message}");
+        std::process::exit(1)
+    }
+}
+
+/// A shared handle, so that the caller that made the ranks can still end
+/// them after handing them to a [`crate::recipe::Trainer`].
+impl<T: Collective + ?Sized> Collective for std::rc::Rc<T> {
+    fn rank(&self) -> usize {
+        (**self).rank()
+    }
+    fn world_size(&self) -> usize {
+        (**self).world_size()
+    }
+    fn all_reduce_sum(&self, values: &mut [f32], what: &str) {
+        (**self).all_reduce_sum(values, what)
+    }
+    fn all_gather(&self, values: &[u64], what: &str) -> Vec<u64> {
+        (**self).all_gather(values, what)
+    }
+    fn abort(&self, message: &str) -> ! {
+        (**self).abort(message)
+    }
 }
 
 /// One process training alone: rank 0 of 1, every collective a no-op.
@@ -114,6 +141,9 @@ pub fn weights_fingerprint(params: &Params) -> u64 {
 /// and equal optimizer steps keep them; an MPI library that reduced in a
 /// different order on different ranks would show here.
 pub fn check_in_sync(params: &Params, ddp: &dyn Collective, step: usize) -> Result<(), String> {
+    if ddp.world_size() == 1 {
+        return Ok(());
+    }
     let all = ddp.all_gather(&[weights_fingerprint(params)], "the weights' fingerprints");
     match all.iter().position(|&f| f != all[0]) {
         None => Ok(()),
@@ -124,15 +154,27 @@ pub fn check_in_sync(params: &Params, ddp: &dyn Collective, step: usize) -> Resu
 }
 
 /// The rank and world size that a launcher gives this process in its
-/// environment (OpenMPI's `mpirun`, MPICH's and Slurm's), if one launched it.
+/// environment (OpenMPI's `mpirun`, MPICH's, PMIx's and Slurm's `srun`), if
+/// one launched it.
 pub fn launched_as() -> Option<(usize, usize)> {
     let var = |names: &[&str]| {
         names
             .iter()
             .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
     };
-    let world = var(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"])?;
-    let rank = var(&["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]).unwrap_or(0);
+    let world = var(&[
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "SLURM_NTASKS",
+    ])?;
+    let rank = var(&[
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PMIX_RANK",
+        "SLURM_PROCID",
+    ])
+    .unwrap_or(0);
     Some((rank, world))
 }
 
@@ -184,6 +226,52 @@ mod tests {
         assert_eq!(grad(b), vec![2.5, 2.5]);
         assert_eq!(params.get(b).grad.as_ref().unwrap().shape(), &[1, 2]);
         assert_eq!(average(1.0, &ddp, "loss"), 3.0);
+    }
+
+    #[test]
+    fn an_accumulated_step_exchanges_the_gradients_once_not_per_micro_step() {
+        use crate::model::{Gpt, GptConfig, InitScheme};
+        use crate::train::{accumulated_step, configure_optimizers};
+        use autograd::Init;
+        use tensor::rng::TorchGenerator;
+
+        let config = GptConfig {
+            block_size: 8,
+            vocab_size: 16,
+            n_layer: 1,
+            n_head: 2,
+            n_embd: 8,
+        };
+        let mut params = Params::new();
+        let mut rng = TorchGenerator::manual_seed(1337);
+        let model = Gpt::new(
+            &mut Init::new(&mut params, &mut rng),
+            config,
+            InitScheme::Gpt2,
+        );
+        let mut optimizer = configure_optimizers(&params, 0.1, 6e-4);
+        let ids: Vec<usize> = (0..2 * 8 + 1).map(|i| (i * 5) % 16).collect();
+        let mut next_batch = || (ids[..16].to_vec(), ids[1..].to_vec());
+        let ddp = PairedWith {
+            partner: 0.0,
+            sizes: RefCell::new(Vec::new()),
+        };
+        // 4 micro-steps; build-nanogpt's DDP syncs only on the last (f6d194b).
+        accumulated_step(
+            &model,
+            &mut params,
+            &mut optimizer,
+            &mut next_batch,
+            (2, 8),
+            4,
+            6e-4,
+            &ddp,
+        );
+        assert_eq!(
+            *ddp.sizes.borrow(),
+            vec![params.count(), 1],
+            "the gradients once, then the loss"
+        );
     }
 
     #[test]

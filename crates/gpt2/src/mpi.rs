@@ -7,11 +7,13 @@
 //! here is started non-blocking and polled against a deadline; past it, the
 //! rank says which collective of which rank waited how long, and
 //! `MPI_Abort` ends every rank. A rank that exits is noticed by `mpirun`
-//! itself, which then stops the others.
+//! itself, which then stops the others; a rank that fails with an error or
+//! a panic aborts too ([`Collective::abort`]), since returning would leave it
+//! waiting in `MPI_Finalize` for ranks that wait for it.
 
 use crate::ddp::Collective;
 use mpi::collective::SystemOperation;
-use mpi::environment::Universe;
+use mpi::environment::{Threading, Universe};
 use mpi::request::{scope, Request, Scope};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -19,6 +21,8 @@ use std::time::{Duration, Instant};
 
 /// The exit status of a rank that gave up waiting.
 const TIMED_OUT: i32 = 3;
+/// The exit status of a rank that failed with an error or panicked.
+const FAILED: i32 = 1;
 
 /// This process's place among `mpirun`'s ranks. Dropping it finalizes MPI.
 pub struct MpiProcesses {
@@ -29,10 +33,18 @@ pub struct MpiProcesses {
 }
 
 impl MpiProcesses {
-    /// `MPI_Init`. A process started without `mpirun` is rank 0 of 1.
-    /// `timeout` bounds every wait for the other ranks.
+    /// `MPI_Init_thread`: only this thread calls MPI, while the matmuls run
+    /// on others (`MPI_THREAD_FUNNELED`). A process started without `mpirun`
+    /// is rank 0 of 1. `timeout` bounds every wait for the other ranks. A
+    /// panic from here on aborts every rank after its message.
     pub fn init(timeout: Duration) -> Result<MpiProcesses, String> {
-        let universe = mpi::initialize().ok_or("MPI was already initialized in this process")?;
+        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled)
+            .ok_or("MPI was already initialized in this process")?;
+        let message = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            message(info);
+            SimpleCommunicator::world().abort(FAILED);
+        }));
         Ok(MpiProcesses {
             world: universe.world(),
             timeout,
@@ -65,12 +77,10 @@ impl MpiProcesses {
                 );
                 self.world.abort(TIMED_OUT);
             }
-            // Spin briefly (ranks usually arrive together), then poll gently.
-            if waited < Duration::from_millis(10) {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(200));
-            }
+            // Each test moves the exchange on (OpenMPI's non-blocking
+            // collectives progress only inside MPI calls), so poll without
+            // sleeping, as MPI's own blocking wait does, but yield the core.
+            std::thread::yield_now();
         }
     }
 }
@@ -95,6 +105,15 @@ impl Collective for MpiProcesses {
             );
             self.wait(request, what);
         });
+    }
+
+    fn abort(&self, message: &str) -> ! {
+        eprintln!(
+            "error: rank {} of {}: {message}",
+            self.rank(),
+            self.world_size()
+        );
+        self.world.abort(FAILED)
     }
 
     fn all_gather(&self, values: &[u64], what: &str) -> Vec<u64> {

@@ -261,12 +261,22 @@ impl Trainer {
     /// of them on each rank, or with `val_steps` 0 every whole one of the
     /// first val shard, shared among the ranks. Rank `r` of `world` takes
     /// batches `r`, `r + world`, …, as its val loader would, and the
-    /// ranks' sums are added (build-nanogpt's all-reduce of the mean).
+    /// ranks' sums are added (build-nanogpt's all-reduce of the mean). The
+    /// batches come from the first val shard only: more than it holds are
+    /// cut to all of it, where build-nanogpt's loader would go on into the
+    /// next shard or repeat it.
     pub fn val_loss(&self, split: &Split) -> Result<f32, String> {
         let (b, t) = (self.config.b, self.config.t);
         let (rank, world) = (self.ddp.rank(), self.ddp.world_size());
         let shards = split.val.open()?;
         let whole = (shards[0].len().max(1) - 1) / (b * t);
+        if whole == 0 {
+            return Err(format!(
+                "{}: {} tokens cannot fill one val batch of {b}×{t} and its last target",
+                shards[0].name(),
+                shards[0].len()
+            ));
+        }
         let steps = match self.config.val_steps {
             0 => whole,
             n => (n * world).min(whole),

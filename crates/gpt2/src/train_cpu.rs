@@ -9,6 +9,7 @@ use gpt2::ddp::Collective;
 use gpt2::recipe::{self, RecipeConfig, Split, Trainer};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::rc::Rc;
 
 /// The `cpu` stage's flags.
 #[derive(clap::Args)]
@@ -42,7 +43,7 @@ pub struct CpuArgs {
     pub ddp: bool,
     /// Seconds to wait for the other processes at an all-reduce before
     /// deciding that one has died or hangs.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub ddp_timeout: u64,
 }
 
@@ -75,7 +76,7 @@ impl CpuArgs {
 }
 
 /// The processes of this run: MPI's ranks with `--ddp`, otherwise one.
-fn processes(args: &CpuArgs) -> Result<Box<dyn Collective>, String> {
+fn processes(args: &CpuArgs) -> Result<Rc<dyn Collective>, String> {
     if !args.ddp {
         if let Some((_, world)) = gpt2::ddp::launched_as().filter(|&(_, w)| w > 1) {
             return Err(format!(
@@ -83,34 +84,31 @@ fn processes(args: &CpuArgs) -> Result<Box<dyn Collective>, String> {
                  would train alone and write the same files; add --ddp"
             ));
         }
-        return Ok(Box::new(gpt2::ddp::SingleProcess));
+        return Ok(Rc::new(gpt2::ddp::SingleProcess));
     }
     mpi_processes(args)
 }
 
 #[cfg(feature = "mpi")]
-fn mpi_processes(args: &CpuArgs) -> Result<Box<dyn Collective>, String> {
+fn mpi_processes(args: &CpuArgs) -> Result<Rc<dyn Collective>, String> {
     let timeout = std::time::Duration::from_secs(args.ddp_timeout);
     let ranks = gpt2::mpi::MpiProcesses::init(timeout)?;
     // Each rank's matmuls get an equal share of this machine's cores
-    // (torchrun likewise sets OMP_NUM_THREADS=1 for several processes).
-    if std::env::var_os("ZTH_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let share = (cores / ranks.ranks_on_this_machine()).max(1);
-        std::env::set_var("ZTH_THREADS", share.to_string());
-    }
+    // (torchrun likewise sets OMP_NUM_THREADS=1 for several processes);
+    // ZTH_THREADS overrides it.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = tensor::set_max_threads(cores / ranks.ranks_on_this_machine());
     println!(
-        "rank {} of {}: pid {}, {} matmul thread(s)",
+        "rank {} of {}: pid {}, {threads} matmul thread(s)",
         ranks.rank(),
         ranks.world_size(),
         std::process::id(),
-        tensor::max_threads()
     );
-    Ok(Box::new(ranks))
+    Ok(Rc::new(ranks))
 }
 
 #[cfg(not(feature = "mpi"))]
-fn mpi_processes(_: &CpuArgs) -> Result<Box<dyn Collective>, String> {
+fn mpi_processes(_: &CpuArgs) -> Result<Rc<dyn Collective>, String> {
     Err(
         "--ddp needs MPI, and this gpt2 was built without it: install OpenMPI \
          (apt install openmpi-bin libopenmpi-dev libclang-dev) and build with \
@@ -119,10 +117,23 @@ fn mpi_processes(_: &CpuArgs) -> Result<Box<dyn Collective>, String> {
     )
 }
 
-/// Runs the recipe with `args`; `steps` cuts its schedule.
+/// Runs the recipe with `args`; `steps` cuts its schedule. An error on one
+/// rank of several ends them all, with the error as that rank's message.
 pub fn train(args: CpuArgs, steps: Option<usize>) -> Result<ExitCode, String> {
-    let ddp = processes(&args)?;
-    let master = ddp.is_master();
+    let ranks = processes(&args)?;
+    match train_on(args, steps, ranks.clone()) {
+        Err(e) if ranks.world_size() > 1 => ranks.abort(&e),
+        done => done,
+    }
+}
+
+fn train_on(
+    args: CpuArgs,
+    steps: Option<usize>,
+    ranks: Rc<dyn Collective>,
+) -> Result<ExitCode, String> {
+    let master = ranks.is_master();
+    let ddp: Box<dyn Collective> = Box::new(ranks);
     let mut config = RecipeConfig::cpu();
     if let Some(b) = args.batch_size {
         config.b = b;

@@ -148,6 +148,36 @@ fn a_resumed_run_needs_the_world_size_that_wrote_it() {
         text.contains("written by a run of 2 processes") && text.contains("not one process"),
         "{text}"
     );
+    // Rank 1 alone finds no checkpoint (an --out that is not shared): it
+    // ends both ranks with its error at once, not at rank 0's timeout.
+    let empty = scratch("empty");
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "1", GPT2])
+        .args(cpu_args(&resumed, 20, 2))
+        .args([
+            "--ddp",
+            "--resume",
+            "--ddp-timeout",
+            "300",
+            ":",
+            "-np",
+            "1",
+            GPT2,
+        ])
+        .args(cpu_args(&empty, 20, 2))
+        .args(["--ddp", "--resume", "--ddp-timeout", "300"]);
+    let started = Instant::now();
+    let (ok, text) = run(cmd);
+    assert!(!ok);
+    assert!(
+        text.contains("error: rank 1 of 2: --resume: there is no checkpoint at"),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
     let mut cmd = mpirun(2);
     cmd.arg(GPT2)
         .args(cpu_args(&resumed, 20, 2))

@@ -340,3 +340,68 @@ fn a_recipe_whose_warmup_outlasts_it_is_refused() {
     assert_eq!((cut.schedule.max_steps, cut.schedule.warmup_steps), (12, 6));
     assert!(cut.validate(1).is_ok());
 }
+
+#[test]
+fn a_val_split_too_short_for_one_batch_is_an_error_not_a_zero_loss() {
+    let (config, split) = small();
+    let short = Split {
+        train: split.train,
+        val: recipe::Tokens::Memory("the val split".into(), vec![1; config.b * config.t]),
+    };
+    let trainer = Trainer::new(config, &short).unwrap();
+    let err = trainer.val_loss(&short).unwrap_err();
+    assert!(
+        err.contains("the val split") && err.contains("cannot fill one val batch"),
+        "{err}"
+    );
+}
+
+/// Rewrites the metadata of a safetensors file (the 8-byte header length,
+/// then the JSON header); tensor offsets count from the header's end.
+fn with_metadata(
+    bytes: &[u8],
+    edit: impl Fn(&mut serde_json::Map<String, serde_json::Value>),
+) -> Vec<u8> {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    edit(header["__metadata__"].as_object_mut().unwrap());
+    let json = serde_json::to_vec(&header).unwrap();
+    [
+        &(json.len() as u64).to_le_bytes()[..],
+        &json,
+        &bytes[8 + n..],
+    ]
+    .concat()
+}
+
+#[test]
+fn a_checkpoint_from_before_data_parallel_training_still_resumes() {
+    let (mut config, split) = small();
+    config.schedule.max_steps = 3;
+    let dir = scratch("format-1");
+    let mut trainer = Trainer::new(config, &split).unwrap();
+    recipe::train(
+        &mut trainer,
+        &split,
+        &dir,
+        &mut report::Stage::standalone("f"),
+        None,
+    )
+    .unwrap();
+    let path = dir.join("checkpoint.safetensors");
+    // Format 1 had one process's `loader` where format 2 has `loaders` and `world_size`.
+    let old = with_metadata(&std::fs::read(&path).unwrap(), |meta| {
+        let loaders: Vec<serde_json::Value> =
+            serde_json::from_str(meta["loaders"].as_str().unwrap()).unwrap();
+        meta.insert("loader".into(), loaders[0].to_string().into());
+        meta.remove("loaders");
+        meta.remove("world_size");
+        meta.insert("format".into(), "zero-to-hero/gpt2-recipe/1".into());
+    });
+    std::fs::write(&path, old).unwrap();
+    let resumed = gpt2::checkpoint::load(&path, &split).unwrap();
+    assert_eq!(resumed.step, 3);
+    assert_eq!(resumed.train_loader.state(), trainer.train_loader.state());
+    assert_eq!(values(&resumed), values(&trainer));
+    std::fs::remove_dir_all(dir).unwrap();
+}
