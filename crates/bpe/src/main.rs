@@ -240,6 +240,7 @@ fn run(cli: Cli) -> BoxResult<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    report::quiet_on_broken_pipe();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {

@@ -92,6 +92,7 @@ struct SampleArgs {
 }
 
 fn main() -> ExitCode {
+    report::quiet_on_broken_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lecture(args) => lecture(args),

@@ -322,6 +322,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
+    report::quiet_on_broken_pipe();
     gpt2::keep_freed_memory();
     match run(Cli::parse()) {
         Ok(code) => code,

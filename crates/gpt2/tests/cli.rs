@@ -113,3 +113,37 @@ fn ddp_without_the_mpi_feature_says_how_to_build_it() {
         "{stderr}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_program_quietly_not_in_a_panic() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = std::env::temp_dir().join(format!("gpt2-pipe-{}", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpt2"))
+        .args([
+            "train",
+            "--stage",
+            "cpu",
+            "--steps",
+            "2",
+            "--val-steps",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the first line, as `| head -0` would.
+    drop(child.stdout.take());
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(
+        done.status.signal(),
+        Some(13),
+        "SIGPIPE, as `cat` ends: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -81,6 +81,7 @@ const FULL_STEPS: usize = 200;
 const QUICK_STEPS: usize = 20;
 
 fn main() -> ExitCode {
+    report::quiet_on_broken_pipe();
     let Command::Lecture {
         run: args,
         exercises,

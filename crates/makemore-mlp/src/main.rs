@@ -67,6 +67,7 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
+    report::quiet_on_broken_pipe();
     let Command::Lecture(args) = Cli::parse().command;
     match lecture(args) {
         Ok(code) => code,

@@ -36,3 +36,16 @@ pub use atomic::write_atomic;
 pub use progress::Progress;
 pub use run::{LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION};
 pub use target::{Kind, Target};
+
+/// Lets a closed stdout end the program quietly, as it ends `cat` or `grep`:
+/// `gpt2 train … | head` stops once `head` has read its lines. Rust starts
+/// programs with SIGPIPE ignored, so without this the next `println!` after
+/// the reader has gone panics on the broken pipe. Call it first in `main`.
+pub fn quiet_on_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: only restores the default action of SIGPIPE; called before any
+    // other thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
