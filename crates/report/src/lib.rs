@@ -18,7 +18,7 @@
 //!
 //! ```json
 //! {"schema_version": 1, "lecture": 3, "crate": "makemore-mlp", "mode": "full", "seed": 42,
-//!  "config": {}, "wall_seconds": 95.1,
+//!  "config": {}, "wall_seconds": 95.1, "finished_at": "2026-12-01T10:58:37Z",
 //!  "stages": [{"name": "mlp", "steps": 200000, "wall_seconds": 90.2, "ms_per_step": 0.45,
 //!              "final": {"train": 2.13, "val": 2.17},
 //!              "targets": [{"name": "val loss", "kind": "band", "expected": 2.1701,
@@ -34,7 +34,9 @@ mod target;
 
 pub use atomic::write_atomic;
 pub use progress::Progress;
-pub use run::{LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION};
+pub use run::{
+    utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION,
+};
 pub use target::{Kind, Target};
 
 /// Lets a closed stdout end the program quietly, as it ends `cat` or `grep`:

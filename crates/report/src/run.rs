@@ -83,6 +83,10 @@ pub struct RunReport {
     pub config: Value,
     /// Wall-clock seconds of the whole run.
     pub wall_seconds: f64,
+    /// When the report was written, UTC, as `2026-12-01T10:58:37Z` (absent in
+    /// reports from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
     /// The stages in the order they ran.
     pub stages: Vec<StageReport>,
 }
@@ -360,6 +364,7 @@ impl Run {
             seed: self.seed,
             config: self.config.clone(),
             wall_seconds: self.started.elapsed().as_secs_f64(),
+            finished_at: Some(utc_now()),
             stages: self.stages.iter().map(Stage::report).collect(),
         }
     }
@@ -412,6 +417,31 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// The current time in UTC as RFC 3339 (`2026-12-01T10:58:37Z`).
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc_from_unix(secs)
+}
+
+/// Seconds since 1970 as an RFC 3339 UTC time, by Howard Hinnant's
+/// `civil_from_days` (the proleptic Gregorian calendar, no time zone database).
+fn utc_from_unix(secs: u64) -> String {
+    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], from March
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s) = (rest / 3600, rest / 60 % 60, rest % 60);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
 fn loss_csv(rows: &[&LossRow]) -> std::io::Result<Vec<u8>> {
@@ -496,6 +526,15 @@ mod tests {
             seed: None,
             steps: None,
         }
+    }
+
+    #[test]
+    fn utc_times_match_known_dates() {
+        // `date -u -d @SECS +%FT%TZ` for each.
+        assert_eq!(utc_from_unix(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_from_unix(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_from_unix(1_796_122_717), "2026-12-01T10:58:37Z");
+        assert_eq!(utc_from_unix(4_107_542_399), "2100-02-28T23:59:59Z");
     }
 
     #[test]
