@@ -31,6 +31,6 @@ pub mod moons;
 pub mod nn;
 pub mod regression;
 
-pub use draw::to_dot;
+pub use draw::{to_dot, to_svg};
 pub use engine::{values, Value};
 pub use nn::{Activation, Layer, Module, Neuron, MLP};

@@ -3,8 +3,7 @@
 //!
 //! Stages:
 //! - `examples`: the worked examples, each against its printed value, and the
-//!   neuron's graph as `neuron.dot` (and `neuron.svg` when Graphviz's `dot` is
-//!   installed);
+//!   neuron's graph as `neuron.svg` (laid out in `draw.rs`) and `neuron.dot`;
 //! - `regression`: `MLP(3, [4, 4, 1])` on four examples, 20 steps at lr 0.1;
 //! - `moons`: the demo, 100 steps, against Karpathy's numbers and pip micrograd's
 //!   losses step by step; `moons.png` shows the decision boundary.

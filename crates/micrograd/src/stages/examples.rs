@@ -2,10 +2,8 @@
 //! expression graph `L`, the neuron, and its PyTorch check.
 
 use micrograd::examples;
-use micrograd::to_dot;
+use micrograd::{to_dot, to_svg};
 use report::{Run, Target};
-use std::path::Path;
-use std::process::Command;
 
 /// The worked examples, each against the value the lecture prints, and the
 /// neuron's graph as `neuron.dot` (and `neuron.svg` with Graphviz).
@@ -93,35 +91,13 @@ pub fn run_stage(run: &mut Run) {
         ));
     }
 
-    let dot = to_dot(&neuron.o);
-    match run.write_file("neuron.dot", dot.as_bytes()) {
-        Ok(path) => render_svg(&path),
-        Err(e) => eprintln!("warning: could not write neuron.dot: {e}"),
-    }
-}
-
-/// Renders a DOT file to SVG beside it with Graphviz, or says how to.
-fn render_svg(dot_path: &Path) {
-    let svg = dot_path.with_extension("svg");
-    let tmp = dot_path.with_extension("tmp.svg");
-    let rendered = Command::new("dot")
-        .arg("-Tsvg")
-        .arg(dot_path)
-        .arg("-o")
-        .arg(&tmp)
-        .status();
-    match rendered {
-        Ok(status) if status.success() => match std::fs::rename(&tmp, &svg) {
-            Ok(()) => println!("drew {}", svg.display()),
-            Err(e) => eprintln!("warning: could not write {}: {e}", svg.display()),
-        },
-        Ok(status) => eprintln!("warning: dot failed ({status}) on {}", dot_path.display()),
-        Err(_) => println!(
-            "wrote {}; Graphviz's `dot` is not installed (Debian: apt-get install graphviz), \
-             render it with: dot -Tsvg {} -o {}",
-            dot_path.display(),
-            dot_path.display(),
-            svg.display()
-        ),
+    // The picture, laid out here; the DOT beside it for those with Graphviz.
+    for (name, text) in [
+        ("neuron.svg", to_svg(&neuron.o)),
+        ("neuron.dot", to_dot(&neuron.o)),
+    ] {
+        if let Err(e) = run.write_file(name, text.as_bytes()) {
+            eprintln!("warning: could not write {name}: {e}");
+        }
     }
 }
