@@ -26,6 +26,12 @@ pub struct ForwardPass<'g, 'p> {
     pub params: &'p Params,
     /// The generator for dropout masks; `None` is `model.eval()` (no dropout).
     pub dropout_rng: Option<&'p RefCell<TorchGenerator>>,
+    /// A forward hook on every dropout, as PyTorch's `register_forward_hook`
+    /// on `nn.Dropout`: when set, each dropout's input is kept here, in call
+    /// order. On nanoGPT's `attn_dropout` that input is the attention weights,
+    /// which is how the runs page draws them without a second copy of the
+    /// attention code.
+    pub dropout_inputs: Option<&'p RefCell<Vec<Tensor>>>,
 }
 
 impl<'g, 'p> ForwardPass<'g, 'p> {
@@ -39,6 +45,7 @@ impl<'g, 'p> ForwardPass<'g, 'p> {
             graph,
             params,
             dropout_rng: Some(rng),
+            dropout_inputs: None,
         }
     }
 
@@ -48,6 +55,19 @@ impl<'g, 'p> ForwardPass<'g, 'p> {
             graph,
             params,
             dropout_rng: None,
+            dropout_inputs: None,
+        }
+    }
+
+    /// A pass in eval mode that keeps every dropout's input in `kept`.
+    pub fn eval_keeping_dropout_inputs(
+        graph: &'g Graph,
+        params: &'p Params,
+        kept: &'p RefCell<Vec<Tensor>>,
+    ) -> ForwardPass<'g, 'p> {
+        ForwardPass {
+            dropout_inputs: Some(kept),
+            ..ForwardPass::eval(graph, params)
         }
     }
 
@@ -60,6 +80,9 @@ impl<'g, 'p> ForwardPass<'g, 'p> {
     /// `nn.Dropout(p)`: in training, zero each element with probability `p` and
     /// scale the rest by `1/(1-p)`; in eval, the identity.
     pub fn dropout(&self, x: Var<'g>, p: f32) -> Var<'g> {
+        if let Some(kept) = self.dropout_inputs {
+            kept.borrow_mut().push(x.value()); // the forward hook
+        }
         match self.dropout_rng {
             Some(rng) if p > 0.0 => x.dropout(p, &mut rng.borrow_mut()), // like x
             _ => x,

@@ -190,6 +190,45 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             .write_file("more.txt", data.vocab.decode(&ids[1..]).as_bytes())
             .map_err(|e| format!("cannot write more.txt: {e}"))?;
         println!("wrote {n} characters to {}", path.display());
+        if let gpt::stages::Model::Gpt(model) = &trainer.model {
+            write_attention_map(&run, model, &trainer.params, &data, &ids)?;
+        }
     }
     Ok(run.finish())
+}
+
+/// `attention.json` for the runs page: the weights of the last block's first
+/// head on the first `block_size` characters of the sample, one row per
+/// position, rounded to 4 decimals.
+fn write_attention_map(
+    run: &Run,
+    model: &gpt::model::Gpt,
+    params: &autograd::Params,
+    data: &Shakespeare,
+    sample: &[usize],
+) -> Result<(), String> {
+    let t = sample.len().min(model.config.block_size);
+    let layer = model.config.n_layer - 1;
+    let maps = model.attention_weights(params, &sample[..t]); // n_layer × (nh, T, T)
+    let rows: Vec<Vec<f64>> = maps[layer].to_vec()[..t * t]
+        .chunks(t)
+        .map(|row| {
+            row.iter()
+                .map(|&p| (f64::from(p) * 1e4).round() / 1e4)
+                .collect()
+        })
+        .collect();
+    let tokens: Vec<String> = sample[..t]
+        .iter()
+        .map(|&id| data.vocab.decode(&[id]))
+        .collect();
+    let map = json!({"layer": layer, "head": 0, "tokens": tokens, "weights": rows});
+    let path = run
+        .write_file("attention.json", map.to_string().as_bytes())
+        .map_err(|e| format!("cannot write attention.json: {e}"))?;
+    println!(
+        "wrote the attention map of block {layer}, head 0 to {}",
+        path.display()
+    );
+    Ok(())
 }

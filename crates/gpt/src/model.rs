@@ -9,8 +9,9 @@
 //! PyTorch's own modules: here they are [`crate::nn`]'s.
 
 use crate::nn::{future_mask, Embedding, ForwardPass, Init, Linear};
-use autograd::{ParamId, Var};
+use autograd::{Graph, ParamId, Params, Var};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use tensor::Tensor;
 
 // ANCHOR: layer_norm
@@ -270,4 +271,22 @@ impl Gpt {
         self.lm_head.forward(pass, x) // (B, T, V)
     }
     // ANCHOR_END: forward
+
+    /// The attention weights of every block on one sequence `idx` `(T,)`,
+    /// each `(nh, T, T)`: row i holds what position i takes from positions
+    /// 0..=i. They are the inputs of each block's `attn_dropout`, kept by a
+    /// forward hook during an eval-mode [`forward`](Self::forward), as one
+    /// would hook `attn_dropout` in PyTorch.
+    pub fn attention_weights(&self, params: &Params, idx: &[usize]) -> Vec<Tensor> {
+        let (t, nh) = (idx.len(), self.config.n_head);
+        let graph = Graph::no_grad();
+        let kept = RefCell::new(Vec::new());
+        let pass = ForwardPass::eval_keeping_dropout_inputs(&graph, params, &kept);
+        self.forward(&pass, idx, 1, t); // (1, T, V)
+        kept.into_inner()
+            .into_iter()
+            .filter(|x| x.shape() == [1, nh, t, t]) // attn_dropout's, not the residual ones
+            .map(|att| att.reshape(&[nh, t, t])) // (nh, T, T)
+            .collect()
+    }
 }

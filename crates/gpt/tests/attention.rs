@@ -2,7 +2,7 @@
 //! PyTorch running the lecture's notebook code (tests/fixtures/attention.py).
 
 use autograd::{Graph, Params};
-use gpt::model::{CausalSelfAttention, GptConfig};
+use gpt::model::{CausalSelfAttention, Gpt, GptConfig};
 use gpt::nn::{ForwardPass, Init, Linear};
 use gpt::trick::{attention_head, average_loop, average_matmul, average_softmax, scaling_demo};
 use gpt::video::{Head, VideoBody, VideoConfig};
@@ -245,4 +245,64 @@ fn video_config(n_embd: usize, n_head: usize) -> VideoConfig {
         body: VideoBody::Attention,
         head_size_scale: false,
     }
+}
+
+#[test]
+fn attention_weights_are_the_ones_forward_mixes_the_values_with() {
+    // The runs page's attention map: each row a causal distribution, and the
+    // very weights CausalSelfAttention.forward applies to v (before c_proj).
+    let config = GptConfig {
+        block_size: 6,
+        vocab_size: 11,
+        n_layer: 2,
+        n_head: 2,
+        n_embd: 8,
+        dropout: 0.0,
+        bias: true,
+    };
+    let (c, nh, hs, t) = (8, 2, 4, 6);
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(3);
+    let model = Gpt::new(&mut Init::new(&mut params, &mut rng), config);
+    // Identity c_proj and no bias in block 1, so its attention's output is att @ v itself.
+    let attn = &model.h[1].attn;
+    params.get_mut(attn.c_proj.weight).value = Tensor::from_vec(
+        (0..c * c).map(|i| f32::from(i / c == i % c)).collect(),
+        &[c, c],
+    );
+    params.get_mut(attn.c_proj.bias.unwrap()).value = Tensor::zeros(&[c]);
+    let idx = [3, 1, 4, 1, 5, 9];
+    let maps = model.attention_weights(&params, &idx);
+    assert_eq!(maps.len(), 2, "one map per block");
+    let att = &maps[1]; // (nh, T, T)
+    assert_eq!(att.shape(), &[nh, t, t]);
+    let w = att.to_vec();
+    for h in 0..nh {
+        for i in 0..t {
+            let row = &w[(h * t + i) * t..(h * t + i + 1) * t];
+            assert!(
+                row[i + 1..].iter().all(|&p| p == 0.0),
+                "head {h} row {i} sees the future"
+            );
+            let sum: f32 = row.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-6, "head {h} row {i} sums to {sum}");
+        }
+    }
+
+    // Block 1's input, then its v, mixed by those weights, against forward.
+    let graph = Graph::no_grad();
+    let pass = ForwardPass::eval(&graph, &params);
+    let pos: Vec<usize> = (0..t).collect();
+    let x = model.wte.forward(&pass, &idx, &[1, t]) + model.wpe.forward(&pass, &pos, &[t]);
+    let x = model.h[1].ln_1.forward(&pass, model.h[0].forward(&pass, x)); // (1, T, C)
+    let v = attn
+        .c_attn
+        .forward(&pass, x)
+        .narrow(-1, 2 * c, c)
+        .reshape(&[1, t, nh, hs])
+        .transpose(1, 2); // (1, nh, T, hs)
+    let mixed = graph.constant(att.reshape(&[1, nh, t, t])).matmul(v); // (1, nh, T, hs)
+    let mixed = mixed.transpose(1, 2).reshape(&[1, t, c]).value().to_vec();
+    let forward = attn.forward(&pass, x).value().to_vec();
+    assert_close("att @ v vs forward", &mixed, &forward, 1e-6);
 }
