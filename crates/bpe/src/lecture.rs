@@ -228,6 +228,49 @@ fn show_tokens(tok: &RegexTokenizer, text: &str) -> Res<String> {
     Ok(format!("{:>2} tokens  {}", ids.len(), parts.join(" ")))
 }
 
+/// The texts of the runs page's token view: tiktoken test strings (so the page
+/// can be checked against tiktoken_cases.json) with what the lecture points at
+/// in the tiktokenizer app: Korean and an emoji, numbers, "Egg" in four forms,
+/// and Python's indentation.
+const TOKEN_VIEW_TEXTS: [&str; 4] = [
+    "hello world!!!? (안녕하세요!) lol123 😉",
+    "1234567890 3.14159 1,000,000 127.0.0.1 2024-01-31",
+    "Egg. I have an Egg. EGG! egg",
+    "def f(x):\n    return x ** 2  # comment\n\n\n",
+];
+
+/// `tokens.json`: each text as Basic and Regex (trained above, read back from
+/// their `.model` files), GPT-2 and GPT-4 split it, for the runs page's token view.
+fn write_token_view(out: &Path, gpt2: &RegexTokenizer, gpt4: &RegexTokenizer) -> Res<()> {
+    let basic = BasicTokenizer::load(out.join("basic.model"))?;
+    let regex = RegexTokenizer::load(out.join("regex.model"))?;
+    let mut texts = Vec::new();
+    for text in TOKEN_VIEW_TEXTS {
+        let none = &AllowedSpecial::None;
+        let views = [
+            bpe::token_view("Basic", &basic.encode(text), |ids| basic.decode_bytes(ids))?,
+            bpe::token_view("Regex", &regex.encode(text, none)?, |ids| {
+                regex.decode_bytes(ids)
+            })?,
+            bpe::token_view("GPT-2", &gpt2.encode(text, none)?, |ids| {
+                gpt2.decode_bytes(ids)
+            })?,
+            bpe::token_view("GPT-4", &gpt4.encode(text, none)?, |ids| {
+                gpt4.decode_bytes(ids)
+            })?,
+        ];
+        texts.push(serde_json::json!({"text": text, "tokenizers": views}));
+    }
+    let json = serde_json::json!({ "texts": texts }).to_string();
+    report::write_atomic(&out.join("tokens.json"), json.as_bytes())?;
+    println!(
+        "wrote the token view of {} texts to {}",
+        texts.len(),
+        out.join("tokens.json").display()
+    );
+    Ok(())
+}
+
 fn oddities(gpt2: &RegexTokenizer, gpt4: &RegexTokenizer) -> Res<()> {
     let demos = [
         (
@@ -339,6 +382,7 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
 
     run.stage("oddities");
     oddities(&gpt2, &gpt4)?;
+    write_token_view(&out, &gpt2, &gpt4)?;
 
     let stage = run.stage("speed");
     {

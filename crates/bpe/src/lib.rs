@@ -66,3 +66,19 @@ pub fn ids_json(ids: &[u32]) -> String {
 pub fn ids_sha256(ids: &[u32]) -> String {
     ::data::sha256_hex(ids_json(ids).as_bytes())
 }
+
+/// One tokenizer's view of a text, as the tiktokenizer app in the lecture shows
+/// it: every token's id and its bytes, `{"name", "ids", "pieces"}`. A piece can
+/// be part of a UTF-8 character (a Korean syllable split over two tokens). The
+/// runs page (`runs/index.html`) colours the pieces by id.
+pub fn token_view(
+    name: &str,
+    ids: &[u32],
+    decode_bytes: impl Fn(&[u32]) -> Result<Vec<u8>>,
+) -> Result<serde_json::Value> {
+    let pieces = ids
+        .iter()
+        .map(|&id| decode_bytes(&[id]))
+        .collect::<Result<Vec<Vec<u8>>>>()?;
+    Ok(serde_json::json!({"name": name, "ids": ids, "pieces": pieces}))
+}

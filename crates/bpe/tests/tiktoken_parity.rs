@@ -166,3 +166,35 @@ fn long_chunks_match_tiktoken() {
         assert_eq!(gpt2().encode_ordinary(text).unwrap(), r50, "{:.20}", text);
     }
 }
+
+#[test]
+fn token_view_pieces_are_tiktokens_tokens() {
+    // The runs page's token view: tiktoken's ids, and pieces that join into the text.
+    let text = "hello world!!!? (안녕하세요!) lol123 😉";
+    let ids = gpt4().encode(text, &AllowedSpecial::None).unwrap();
+    let view = bpe::token_view("GPT-4", &ids, |ids| gpt4().decode_bytes(ids)).unwrap();
+    let want = [
+        15339, 1917, 12340, 30, 320, 31495, 230, 75265, 243, 92245, 16715, 28509, 4513, 57037,
+    ];
+    let got: Vec<u64> = view["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    let joined: Vec<u8> = view["pieces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| {
+            p.as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_u64().unwrap() as u8)
+        })
+        .collect();
+    assert_eq!(joined, text.as_bytes());
+    // 안 is split: tiktoken's decode_single_token_bytes(31495) is b'\xec\x95'.
+    assert_eq!(view["pieces"][5], serde_json::json!([236, 149]));
+}
