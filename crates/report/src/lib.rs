@@ -12,7 +12,9 @@
 //! - [`Stage::observe`]: what every training loop does after a step (the NaN
 //!   check naming the step, progress, the `loss.csv` row, the loop's ms/step);
 //! - [`Progress`]: a bar on a terminal, plain `step i/n: loss x` lines in CI logs;
-//! - [`write_atomic`]: temp file + rename, so a crash never leaves half a file.
+//! - [`write_atomic`]: temp file + rename, so a crash never leaves half a file;
+//! - [`page`]: `runs/index.html`, every run on one page, and its check in a
+//!   real browser (the `runs-page` binary; `cargo xtask report`).
 //!
 //! Other tools read `report.json`, so its field names are fixed:
 //!
@@ -27,6 +29,7 @@
 #![deny(missing_docs)]
 
 mod atomic;
+pub mod page;
 pub mod plot;
 mod progress;
 mod run;

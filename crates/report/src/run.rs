@@ -462,7 +462,7 @@ fn loss_csv(rows: &[&LossRow]) -> std::io::Result<Vec<u8>> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-fn show(value: &Value) -> String {
+pub(crate) fn show(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => "-".to_string(),

@@ -1,0 +1,529 @@
+//! The runs page in a real browser.
+//!
+//! [`look`] opens `index.html` from disk in headless Chromium, inside a frame
+//! 390 px wide (a phone), and reads back what the page shows: its sections,
+//! every targets table, whether each image decoded, the page's width, and
+//! the token view. [`check`] compares that with the `report.json` files and,
+//! for GPT-2 and GPT-4, with tiktoken's ids. [`screenshots`] saves a picture
+//! of each lecture's section.
+//!
+//! Chromium runs as Debian's `chromium` package does as root in CI:
+//! `--headless --no-sandbox --disable-gpu --disable-background-networking
+//! --no-first-run` and a fresh `--user-data-dir`, plus
+//! `--allow-file-access-from-files` so that the harness page may read the
+//! framed page's DOM.
+
+use super::{RunFolder, TOKEN_COLOURS};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The width of the frame the page is checked in: a phone's.
+pub const NARROW_WIDTH: u32 = 390;
+
+/// The browser: `$CHROMIUM`, or the first of `chromium`, `chromium-browser`,
+/// `google-chrome` on `PATH`.
+pub fn find_chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// What the browser saw.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Seen {
+    /// The ids of the lecture sections, in order.
+    pub sections: Vec<String>,
+    /// Each run's id and the cells of its targets table, row by row.
+    pub runs: Vec<SeenRun>,
+    /// Every image: its alt text and whether it decoded.
+    pub images: Vec<SeenImage>,
+    /// Inline SVG drawings.
+    pub svgs: usize,
+    /// The page's scrollable width and the frame's width, in CSS pixels.
+    pub scroll_width: u32,
+    /// See `scroll_width`.
+    pub client_width: u32,
+    /// `src` and `href` values that point off the machine.
+    pub external: Vec<String>,
+    /// Whether the failed-targets banner is shown.
+    pub failures_banner: bool,
+    /// The token view.
+    pub tokens: Vec<SeenText>,
+}
+
+/// One run as shown.
+#[derive(Debug, Deserialize)]
+pub struct SeenRun {
+    /// `lecture-07-full`.
+    pub id: String,
+    /// The targets table's rows, each its cells' text.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// One image as shown.
+#[derive(Debug, Deserialize)]
+pub struct SeenImage {
+    /// Its alt text.
+    pub alt: String,
+    /// Loaded and decoded, with a width.
+    pub ok: bool,
+}
+
+/// One text of the token view.
+#[derive(Debug, Deserialize)]
+pub struct SeenText {
+    /// The text.
+    pub text: String,
+    /// Each tokenizer's split.
+    pub tokenizers: Vec<SeenTokens>,
+}
+
+/// One tokenizer's split as shown.
+#[derive(Debug, Deserialize)]
+pub struct SeenTokens {
+    /// "GPT-4".
+    pub name: String,
+    /// The ids of the coloured spans.
+    pub ids: Vec<u64>,
+    /// The spans' bytes, in hex, joined.
+    pub bytes: String,
+    /// The spans' computed background colours.
+    pub colours: Vec<String>,
+}
+
+const HARNESS: &str = r#"<!doctype html>
+<html><body>
+<iframe id="page" src="PAGE_URL" style="width:WIDTHpx;height:900px;border:0" onload="look()"></iframe>
+<script>
+function look() {
+  const d = document.getElementById('page').contentDocument;
+  const all = (root, sel) => Array.from(root.querySelectorAll(sel));
+  const seen = {
+    sections: all(d, 'section.lecture').map(s => s.id),
+    runs: all(d, '.run').map(r => ({
+      id: r.id,
+      rows: all(r, 'table.targets tbody tr').map(tr => Array.from(tr.cells).map(c => c.textContent)),
+    })),
+    images: Array.from(d.images).map(i => ({ alt: i.alt, ok: i.complete && i.naturalWidth > 0 })),
+    svgs: all(d, 'svg').length,
+    scrollWidth: d.documentElement.scrollWidth,
+    clientWidth: d.documentElement.clientWidth,
+    external: all(d, '[src],[href]').map(e => e.getAttribute('src') || e.getAttribute('href'))
+      .filter(u => /^([a-z]+:)?\/\//i.test(u)),
+    failuresBanner: d.getElementById('failures') !== null,
+    tokens: all(d, '.token-text').map(t => ({
+      text: t.dataset.text,
+      tokenizers: all(t, '.tokenizer').map(k => ({
+        name: k.dataset.name,
+        ids: all(k, '.tok').map(s => Number(s.dataset.id)),
+        bytes: all(k, '.tok').map(s => s.dataset.bytes).join(''),
+        colours: all(k, '.tok').map(s => getComputedStyle(s).backgroundColor),
+      })),
+    })),
+  };
+  const out = document.createElement('script');
+  out.type = 'application/json';
+  out.id = 'seen';
+  out.textContent = JSON.stringify(seen).replace(/</g, '\\u003c');
+  document.body.appendChild(out);
+}
+</script>
+</body></html>
+"#;
+
+/// A scratch folder for one browser run, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> Result<Scratch, String> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!("zth-{what}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `file:///abs/path`, with the characters a URL can't hold percent-encoded.
+fn file_url(path: &Path) -> Result<String, String> {
+    let abs = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut url = String::from("file://");
+    for b in abs.to_string_lossy().bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            url.push(b as char);
+        } else {
+            url.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Ok(url)
+}
+
+/// Runs Chromium headless with `args` and a fresh profile in `scratch`;
+/// returns its stdout. Gives up after `timeout`.
+fn chromium(
+    browser: &Path,
+    scratch: &Path,
+    args: &[String],
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--hide-scrollbars",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            scratch.join("profile").display()
+        ))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", browser.display()))?;
+    // Read stdout on a thread, so a large DOM can't fill the pipe while we wait.
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut text).map(|_| text)
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "{} did not finish within {} s",
+                browser.display(),
+                timeout.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = reader
+        .join()
+        .map_err(|_| "the reader thread panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    let err = errors.join().unwrap_or_default();
+    if !status.success() {
+        let tail: String = err.lines().rev().take(5).collect::<Vec<_>>().join("\n");
+        return Err(format!("{} failed ({status}):\n{tail}", browser.display()));
+    }
+    Ok(out)
+}
+
+/// Loads `index` in a frame [`NARROW_WIDTH`] px wide and reads back what it shows.
+pub fn look(browser: &Path, index: &Path) -> Result<Seen, String> {
+    let scratch = Scratch::new("page-check")?;
+    let harness = scratch.0.join("harness.html");
+    let html = HARNESS
+        .replace("PAGE_URL", &file_url(index)?)
+        .replace("WIDTH", &NARROW_WIDTH.to_string());
+    std::fs::write(&harness, html).map_err(|e| format!("{}: {e}", harness.display()))?;
+    let dom = chromium(
+        browser,
+        &scratch.0,
+        &[
+            "--allow-file-access-from-files".to_string(),
+            "--dump-dom".to_string(),
+            file_url(&harness)?,
+        ],
+        Duration::from_secs(120),
+    )?;
+    let start = "<script type=\"application/json\" id=\"seen\">";
+    let json = dom
+        .split_once(start)
+        .and_then(|(_, rest)| rest.split_once("</script>"))
+        .map(|(json, _)| json)
+        .ok_or_else(|| {
+            format!(
+                "{}: the browser never finished loading the page (no report from the harness)",
+                index.display()
+            )
+        })?;
+    serde_json::from_str(json).map_err(|e| format!("the harness's report: {e}"))
+}
+
+/// What [`check`] counted, for the summary line.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// Lecture sections present.
+    pub sections: usize,
+    /// Runs whose table matched their report.
+    pub runs: usize,
+    /// Target rows compared.
+    pub rows: usize,
+    /// Images that decoded.
+    pub images: usize,
+    /// Inline drawings.
+    pub svgs: usize,
+    /// Token splits compared with tiktoken's ids.
+    pub tiktoken_splits: usize,
+    /// Token splits compared with tokens.json.
+    pub token_splits: usize,
+}
+
+/// Compares what the browser showed with the runs' files. Returns the counts,
+/// or every problem found.
+pub fn check(
+    seen: &Seen,
+    folders: &[RunFolder],
+    tiktoken: Option<&Value>,
+) -> Result<Checked, Vec<String>> {
+    let mut problems = Vec::new();
+    let mut checked = Checked::default();
+    let mut any_failed = false;
+    for folder in folders {
+        let section = format!("lecture-{:02}", folder.lecture);
+        if !seen.sections.contains(&section) {
+            problems.push(format!("no section {section} for {}", folder.dir.display()));
+        }
+        let id = folder.id();
+        let Some(run) = seen.runs.iter().find(|r| r.id == id) else {
+            problems.push(format!("no run {id} for {}", folder.dir.display()));
+            continue;
+        };
+        let Ok(report) = &folder.report else {
+            any_failed = true;
+            continue;
+        };
+        let targets: Vec<(&str, &crate::Target)> = report
+            .stages
+            .iter()
+            .flat_map(|s| s.targets.iter().map(move |t| (s.name.as_str(), t)))
+            .collect();
+        if run.rows.len() != targets.len() {
+            problems.push(format!(
+                "{id}: {} target rows shown, report.json has {}",
+                run.rows.len(),
+                targets.len()
+            ));
+            continue;
+        }
+        for (row, (stage, t)) in run.rows.iter().zip(&targets) {
+            let verdict = match (t.gates(), t.pass) {
+                (false, _) => "info",
+                (true, true) => "PASS",
+                (true, false) => "FAIL",
+            };
+            any_failed |= t.gates() && !t.pass;
+            let shown = (row.first(), row.get(1), row.last());
+            if shown
+                != (
+                    Some(&stage.to_string()),
+                    Some(&t.name),
+                    Some(&verdict.to_string()),
+                )
+            {
+                problems.push(format!(
+                    "{id}: row {row:?} shown for {stage}: {} ({verdict})",
+                    t.name
+                ));
+            }
+        }
+        checked.rows += targets.len();
+        checked.runs += 1;
+    }
+    checked.sections = seen.sections.len();
+    if seen.failures_banner != any_failed {
+        problems.push(format!(
+            "the failed-targets banner is {} but {} target failed",
+            if seen.failures_banner {
+                "shown"
+            } else {
+                "missing"
+            },
+            if any_failed { "a" } else { "no" }
+        ));
+    }
+    for image in &seen.images {
+        if image.ok {
+            checked.images += 1;
+        } else {
+            problems.push(format!("image {:?} is broken", image.alt));
+        }
+    }
+    checked.svgs = seen.svgs;
+    if seen.scroll_width > seen.client_width {
+        problems.push(format!(
+            "at {} px wide the page scrolls sideways: it is {} px wide",
+            seen.client_width, seen.scroll_width
+        ));
+    }
+    for url in &seen.external {
+        problems.push(format!("the page loads {url} from the network"));
+    }
+    check_tokens(seen, folders, tiktoken, &mut checked, &mut problems);
+    if problems.is_empty() {
+        Ok(checked)
+    } else {
+        Err(problems)
+    }
+}
+
+/// The token view: spans coloured in turn, their bytes the text, their ids
+/// those of tokens.json and, for GPT-2 and GPT-4, tiktoken's.
+fn check_tokens(
+    seen: &Seen,
+    folders: &[RunFolder],
+    tiktoken: Option<&Value>,
+    checked: &mut Checked,
+    problems: &mut Vec<String>,
+) {
+    let shown_by = folders
+        .iter()
+        .find(|f| f.lecture == 8 && super::shows_pictures(f, folders))
+        .filter(|f| f.dir.join("tokens.json").exists())
+        .map(|f| f.dir.join("tokens.json"));
+    let Some(file) = shown_by else {
+        if !seen.tokens.is_empty() {
+            problems.push("a token view is shown without a tokens.json".into());
+        }
+        return;
+    };
+    let written: Value = match std::fs::read_to_string(&file)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => return problems.push(format!("{}: {e}", file.display())),
+    };
+    let texts = written["texts"].as_array().cloned().unwrap_or_default();
+    if seen.tokens.len() != texts.len() {
+        problems.push(format!(
+            "token view: {} texts shown, {} in {}",
+            seen.tokens.len(),
+            texts.len(),
+            file.display()
+        ));
+    }
+    for (shown, entry) in seen.tokens.iter().zip(&texts) {
+        let text_hex: String = shown.text.bytes().map(|b| format!("{b:02x}")).collect();
+        for (k, split) in shown.tokenizers.iter().enumerate() {
+            let label = format!("token view of {:?}, {}", shown.text, split.name);
+            if split.bytes != text_hex {
+                problems.push(format!("{label}: the pieces do not spell the text"));
+            }
+            for (j, colour) in split.colours.iter().enumerate() {
+                let want = TOKEN_COLOURS[j % TOKEN_COLOURS.len()];
+                if colour != want {
+                    problems.push(format!("{label}: token {j} is {colour}, not {want}"));
+                }
+            }
+            let file_ids: Vec<u64> = entry["tokenizers"][k]["ids"]
+                .as_array()
+                .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default();
+            if split.ids != file_ids {
+                problems.push(format!(
+                    "{label}: ids {:?}, tokens.json has {file_ids:?}",
+                    split.ids
+                ));
+            }
+            checked.token_splits += 1;
+            let encoding = match split.name.as_str() {
+                "GPT-4" => "cl100k_base",
+                "GPT-2" => "r50k_base",
+                _ => continue,
+            };
+            let Some(cases) = tiktoken else { continue };
+            let reference = cases[encoding]["strings"]
+                .as_array()
+                .and_then(|strings| strings.iter().find(|c| c["text"] == shown.text.as_str()))
+                .and_then(|c| c["ids"].as_array())
+                .map(|ids| ids.iter().filter_map(Value::as_u64).collect::<Vec<u64>>());
+            match reference {
+                Some(ids) if ids == split.ids => checked.tiktoken_splits += 1,
+                Some(ids) => problems.push(format!(
+                    "{label}: ids {:?}, tiktoken's {encoding} gives {ids:?}",
+                    split.ids
+                )),
+                None => problems.push(format!("{label}: the tiktoken reference lacks this text")),
+            }
+        }
+    }
+}
+
+/// A page that frames the runs page at `width`×`height` and scrolls the frame
+/// to the element `id` once it has loaded: a screenshot then shows that
+/// section, which `index.html#id` alone does not reliably do in headless mode.
+const SHOT: &str = r#"<!doctype html>
+<html><body style="margin:0">
+<iframe src="PAGE_URL" style="width:WIDTHpx;height:HEIGHTpx;border:0;display:block"
+ onload="const w = this.contentWindow, el = this.contentDocument.getElementById('ID');
+         if (el) w.scrollTo(0, el.getBoundingClientRect().top + w.scrollY);"></iframe>
+</body></html>
+"#;
+
+/// Saves a screenshot of each section (`lecture-NN.png`, 1100 px wide) and of
+/// the page's top at [`NARROW_WIDTH`] (`narrow.png`) into `out`.
+pub fn screenshots(
+    browser: &Path,
+    index: &Path,
+    sections: &[String],
+    out: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let url = file_url(index)?;
+    let mut shots: Vec<(String, String, (u32, u32))> = sections
+        .iter()
+        .map(|id| (format!("{id}.png"), id.clone(), (1100, 1400)))
+        .collect();
+    shots.push(("narrow.png".into(), String::new(), (NARROW_WIDTH, 844)));
+    let mut written = Vec::new();
+    for (name, id, (width, height)) in shots {
+        let scratch = Scratch::new("page-shot")?;
+        let frame = scratch.0.join("shot.html");
+        let html = SHOT
+            .replace("PAGE_URL", &url)
+            .replace("WIDTH", &width.to_string())
+            .replace("HEIGHT", &height.to_string())
+            .replace("ID", &id);
+        std::fs::write(&frame, html).map_err(|e| format!("{}: {e}", frame.display()))?;
+        let path = out.join(&name);
+        let tmp = scratch.0.join(&name);
+        chromium(
+            browser,
+            &scratch.0,
+            &[
+                "--allow-file-access-from-files".to_string(),
+                format!("--screenshot={}", tmp.display()),
+                format!("--window-size={width},{height}"),
+                file_url(&frame)?,
+            ],
+            Duration::from_secs(120),
+        )?;
+        let png = std::fs::read(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        crate::write_atomic(&path, &png).map_err(|e| format!("{}: {e}", path.display()))?;
+        written.push(path);
+    }
+    Ok(written)
+}
