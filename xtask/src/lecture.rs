@@ -135,7 +135,10 @@ pub fn run(args: Args) -> TaskResult {
         lecture.krate,
         lecture_args(lecture, &args).join(" ")
     );
-    run_child(cmd)
+    let code = run_child(cmd);
+    // The page shows a failed run too: that is when a learner looks at it.
+    crate::report::refresh_page();
+    code
 }
 
 /// The lecture with this number, or a message listing the valid ones.

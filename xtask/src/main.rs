@@ -7,6 +7,7 @@
 //! cargo xtask test                     fetch the data, then run every test in release
 //! cargo xtask bench [--crate C]        criterion benches, plus PyTorch references if found
 //! cargo xtask pages [--check]          refresh (or check) the code quoted in lectures/*.md
+//! cargo xtask report [--check]         rebuild runs/index.html (and check it in Chromium)
 //! ```
 //!
 //! The alias in `.cargo/config.toml` builds this crate in debug, which is fine
@@ -18,6 +19,7 @@ mod hub;
 mod lecture;
 mod list;
 mod pages;
+mod report;
 mod test;
 
 use std::path::{Path, PathBuf};
@@ -53,6 +55,8 @@ enum Task {
     Bench(bench::Args),
     /// Refresh the code excerpts in lectures/*.md from the sources' anchors (or --check them).
     Pages(pages::Args),
+    /// Rebuild runs/index.html from runs/ (and --check it in headless Chromium).
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Task::Test(args) => test::run(args),
         Task::Bench(args) => bench::run(args),
         Task::Pages(args) => pages::run(args),
+        Task::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,
