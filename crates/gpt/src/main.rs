@@ -198,8 +198,8 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
 }
 
 /// `attention.json` for the runs page: the weights of the last block's first
-/// head on the first `block_size` characters of the sample, one row per
-/// position, rounded to 4 decimals.
+/// head on the first `block_size` ids of the generation (the start token, a
+/// newline, included), one row per position, rounded to 4 decimals.
 fn write_attention_map(
     run: &Run,
     model: &gpt::model::Gpt,

@@ -19,7 +19,7 @@ pub mod browser;
 mod svg;
 
 use crate::run::show;
-use crate::{write_atomic, LossRow, RunReport, Target};
+use crate::{write_atomic, LossRow, RunReport, StageReport, Target};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -313,38 +313,76 @@ fn targets_table(report: &RunReport) -> String {
     );
     for stage in &report.stages {
         for t in &stage.targets {
-            let (class, verdict) = match (t.gates(), t.pass) {
-                (false, _) => ("info", "info"),
-                (true, true) => ("pass", "PASS"),
-                (true, false) => ("fail", "FAIL"),
+            let cells = target_cells(stage, t);
+            let class = match cells[5].as_str() {
+                "PASS" => "pass",
+                "FAIL" => "fail",
+                _ => "info",
             };
-            let expected = match t.tolerance {
-                Some(tol) if tol > 0.0 && tol < 1e-3 => format!("{} ± {tol:e}", show(&t.expected)),
-                Some(tol) => format!("{} ± {tol}", show(&t.expected)),
-                None => show(&t.expected),
-            };
-            writeln!(
-                html,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"result {class}\">{verdict}</td></tr>",
-                escape(&stage.name),
-                escape(&t.name),
-                escape(source(&t.name)),
-                escape(&expected),
-                escape(&show(&t.measured)),
-            )
-            .unwrap();
+            html.push_str("<tr>");
+            for cell in &cells[..5] {
+                write!(html, "<td>{}</td>", escape(cell)).unwrap();
+            }
+            writeln!(html, "<td class=\"result {class}\">{}</td></tr>", cells[5]).unwrap();
         }
     }
     html.push_str("</tbody></table></div>\n");
     html
 }
 
-/// A target's source: the parenthesis that ends its name, "val loss (lecture)"
-/// -> "lecture", as every lecture names its targets; "-" where there is none.
-pub fn source(name: &str) -> &str {
-    name.strip_suffix(')')
-        .and_then(|rest| rest.rfind(" (").map(|i| &rest[i + 2..]))
-        .unwrap_or("-")
+/// The text of a target's row: stage, target, source, expected (with the
+/// tolerance), measured, and the verdict (PASS, FAIL, or info for a target
+/// that does not gate). The browser check expects exactly these.
+pub fn target_cells(stage: &StageReport, t: &Target) -> [String; 6] {
+    let verdict = match (t.gates(), t.pass) {
+        (false, _) => "info",
+        (true, true) => "PASS",
+        (true, false) => "FAIL",
+    };
+    let expected = match t.tolerance {
+        Some(tol) if tol > 0.0 && tol < 1e-3 => format!("{} ± {tol:e}", show(&t.expected)),
+        Some(tol) => format!("{} ± {tol}", show(&t.expected)),
+        None => show(&t.expected),
+    };
+    [
+        stage.name.clone(),
+        t.name.clone(),
+        source(&t.name, stage.source.as_deref()).to_string(),
+        expected,
+        show(&t.measured),
+        verdict.to_string(),
+    ]
+}
+
+/// Words that name a reference in a target's name.
+const REFERENCES: [&str; 12] = [
+    "PyTorch",
+    "lecture",
+    "notebook",
+    "cell[",
+    "Karpathy",
+    "tiktoken",
+    "minbpe",
+    "transformers",
+    "nanoGPT",
+    "build-nanogpt",
+    "llm.c",
+    "pip micrograd",
+];
+
+/// A target's source: the parenthesis that ends its name when it names a
+/// reference ("val loss (PyTorch, same draws)" -> "PyTorch, same draws"),
+/// else a reference named in it ("step-0 loss vs PyTorch" -> "PyTorch"),
+/// else its stage's source; "-" where there is none.
+pub fn source<'a>(name: &'a str, stage_source: Option<&'a str>) -> &'a str {
+    let names_one = |text: &str| REFERENCES.iter().find(|r| text.contains(*r)).copied();
+    let parenthesis = name
+        .strip_suffix(')')
+        .and_then(|rest| rest.rfind(" (").map(|i| &rest[i + 2..]));
+    match parenthesis {
+        Some(p) if names_one(p).is_some() => p,
+        _ => names_one(name).or(stage_source).unwrap_or("-"),
+    }
 }
 
 /// The stages with their steps, time per step and final losses: lecture 6's
@@ -463,26 +501,25 @@ pub fn read_loss_csv(path: &Path) -> Result<Vec<LossRow>, String> {
 /// The lecture's own pictures and texts found in its run folder.
 fn pictures(lecture: u32, dir: &Path) -> String {
     let mut html = String::new();
+    // The drawing goes in as an image, so that nothing in the file can reach
+    // the page (a script, a style), and the browser check sees it decode.
     let neuron = dir.join("neuron.svg");
     if neuron.exists() {
         html.push_str(&match std::fs::read_to_string(&neuron) {
-            Ok(svg) if svg.trim_start().starts_with("<svg") => {
-                figure(&svg, "The neuron's expression graph (draw_dot)")
-            }
-            Ok(_) => error_note(&neuron, "not an SVG drawing"),
+            // At its own size, in a box that scrolls: scaled down, its text is unreadable.
+            Ok(svg) if svg.contains("<svg") => format!(
+                "<figure class=\"scroll\"><img class=\"drawing\" alt=\"neuron.svg\" src=\"data:image/svg+xml;base64,{}\">\
+                 <figcaption>The neuron's expression graph (draw_dot)</figcaption></figure>\n",
+                base64(svg.as_bytes())
+            ),
+            Ok(_) => error_note(&neuron, "not an SVG drawing (no <svg> element)"),
             Err(e) => error_note(&neuron, &e.to_string()),
         });
     }
-    let mut pngs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "png"))
-                .filter(|p| p.file_name().is_some_and(|n| n != "loss.png"))
-                .collect()
-        })
-        .unwrap_or_default();
-    pngs.sort();
+    let pngs: Vec<PathBuf> = picture_files(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "png"))
+        .collect();
     if !pngs.is_empty() {
         html.push_str("<div class=\"gallery\">\n");
         for png in &pngs {
@@ -523,20 +560,45 @@ fn pictures(lecture: u32, dir: &Path) -> String {
         ),
     ] {
         let path = dir.join(name);
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            let text: String = text.chars().take(1500).collect();
-            writeln!(
-                html,
-                "<h4>{caption}</h4><pre class=\"samples\">{}</pre>",
-                escape(&text)
-            )
-            .unwrap();
+        if !path.exists() {
+            continue;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let text: String = text.chars().take(1500).collect();
+                writeln!(
+                    html,
+                    "<h4>{caption}</h4><pre class=\"samples\">{}</pre>",
+                    escape(&text)
+                )
+                .unwrap();
+            }
+            Err(e) => html.push_str(&error_note(&path, &e.to_string())),
         }
     }
     if lecture == 9 {
         html.push_str(&nanogpt_log(dir));
     }
     html
+}
+
+/// The images [`pictures`] puts on the page for this folder: its PNGs but
+/// `loss.png`, and `neuron.svg`. The browser check expects each to decode.
+pub fn picture_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file())
+                .filter(|p| {
+                    let name = p.file_name().unwrap_or_default().to_string_lossy();
+                    (name.ends_with(".png") && name != "loss.png") || name == "neuron.svg"
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
 }
 
 /// Lecture 7's attention map from `attention.json`.
@@ -572,7 +634,7 @@ fn attention_map(path: &Path) -> Result<String, String> {
         ));
     }
     let caption = format!(
-        "Attention of block {}, head {}, on the sample's first {} characters: row i is what position i takes from positions 0..i",
+        "Attention of block {}, head {}, on the first {} characters of the sample: row i is what position i takes from positions 0..=i",
         map["layer"], map["head"], tokens.len()
     );
     Ok(figure(&svg::heatmap(&tokens, &weights), &caption))
@@ -654,7 +716,7 @@ fn token_view(path: &Path) -> Result<String, String> {
 
 /// Whitespace made visible as the tiktokenizer app shows it: newlines as ↵
 /// (followed by a real break), tabs as →.
-fn visible(text: &str) -> String {
+pub(crate) fn visible(text: &str) -> String {
     text.replace('\n', "↵\n").replace('\t', "→")
 }
 
@@ -846,10 +908,11 @@ th { background: #f0f0f0; }
 .error { color: #a00; overflow-wrap: anywhere; }
 figure { margin: 12px 0; max-width: 100%; }
 figure svg, figure img { max-width: 100%; height: auto; display: block; }
+figure img.drawing { background: #fff; max-width: none; }
 figure svg.chart { width: 720px; }
 figure svg.heatmap { width: 600px; }
 figcaption { color: #555; font-size: 0.85em; }
-.gallery { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 8px; }
+.gallery { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(320px, 100%), 1fr)); gap: 8px; }
 .gallery figure { margin: 0; min-width: 0; }
 details.run { margin: 12px 0; padding: 4px 8px; border: 1px solid #ddd; }
 details.run > summary { cursor: pointer; font-weight: bold; }
@@ -885,14 +948,18 @@ mod tests {
     }
 
     #[test]
-    fn sources_come_from_the_names_last_parenthesis() {
-        assert_eq!(source("val loss (lecture)"), "lecture");
+    fn sources_come_from_the_name_else_from_the_stage() {
+        let notebook = "makemore_part1_bigrams.ipynb cell[30]";
+        let stage = Some(notebook);
+        assert_eq!(source("val loss (lecture)", stage), "lecture");
         assert_eq!(
-            source("val loss after 3000 iterations (PyTorch, same draws)"),
+            source("val loss after 3000 iterations (PyTorch, same draws)", None),
             "PyTorch, same draws"
         );
-        assert_eq!(source("encode(\"hii there\")"), "-");
-        assert_eq!(source("parameters"), "-");
+        assert_eq!(source("cpu: step-0 loss vs PyTorch", stage), "PyTorch");
+        // A parenthesis that names no reference is not a source.
+        assert_eq!(source("GPT-2 124M parameters (tied head)", stage), notebook);
+        assert_eq!(source("encode(\"hii there\")", None), "-");
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct StageReport {
     /// Final losses by split ("train", "val", "test").
     #[serde(rename = "final")]
     pub final_losses: BTreeMap<String, f64>,
+    /// Where the stage's expected values come from (a notebook cell, a
+    /// repository file, the fixture script that ran PyTorch), unless a
+    /// target's name says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// The stage's targets.
     pub targets: Vec<Target>,
 }
@@ -123,6 +128,7 @@ pub struct Stage {
     wall_seconds: Option<f64>,
     final_losses: BTreeMap<String, f64>,
     targets: Vec<Target>,
+    source: Option<String>,
     rows: Vec<LossRow>,
     training: Option<Training>,
     silent: bool,
@@ -139,6 +145,7 @@ impl Stage {
             wall_seconds: None,
             final_losses: BTreeMap::new(),
             targets: Vec::new(),
+            source: None,
             rows: Vec::new(),
             training: None,
             silent: false,
@@ -235,6 +242,14 @@ impl Stage {
         });
     }
 
+    /// Names where this stage's expected values come from, for the report
+    /// and the runs page: `"makemore_part1_bigrams.ipynb cell[30]; PyTorch
+    /// via tests/fixtures/bigram.py"`. A target whose name ends in its own
+    /// source, "(PyTorch, same draws)", keeps that.
+    pub fn set_source(&mut self, source: &str) {
+        self.source = Some(source.to_string());
+    }
+
     /// Records how many optimisation steps the stage ran.
     pub fn set_steps(&mut self, steps: usize) {
         self.steps = steps;
@@ -273,6 +288,7 @@ impl Stage {
             wall_seconds: wall,
             ms_per_step: (self.steps > 0).then(|| wall * 1000.0 / self.steps as f64),
             final_losses: self.final_losses.clone(),
+            source: self.source.clone(),
             targets: self.targets.clone(),
         }
     }

@@ -35,6 +35,7 @@ fn make_runs(name: &str) -> PathBuf {
         };
         let mut run = Run::new(lecture, "demo", &args, 42, json!({"lr": 0.1}));
         let stage = run.stage("train");
+        stage.set_source("demo.ipynb cell[3]");
         stage.start_training("train", 30, LogEvery::Step(1));
         for step in 0..30 {
             stage.observe(step, 3.0 / (1.0 + step as f64), 0.1).unwrap();
@@ -104,9 +105,13 @@ fn the_page_shows_every_run_and_says_what_failed_at_the_top() {
         "<details id=\"lecture-02-quick\" class=\"run quick\"><summary>quick run (--quick)"
     ));
     // Sources, pictures inline, the heatmap's lower triangle, the token view.
-    assert!(html.contains("<td>PyTorch</td>"));
+    // A target's own source, else its stage's.
+    assert!(html.contains("<td>step-0 loss (PyTorch)</td><td>PyTorch</td>"));
+    assert!(html.contains("<td>ms per step</td><td>demo.ipynb cell[3]</td>"));
     assert!(html.contains("src=\"data:image/png;base64,iVBORw0KGgo"));
-    assert!(html.contains("viewBox=\"0 0 10 10\""));
+    assert!(
+        html.contains("<img class=\"drawing\" alt=\"neuron.svg\" src=\"data:image/svg+xml;base64,")
+    );
     assert_eq!(html.matches("fill=\"rgb(").count(), 6, "3 tokens: 6 cells");
     assert!(html.contains("data-id=\"31495\" data-bytes=\"ec95\""));
     let _ = std::fs::remove_dir_all(&runs);
@@ -136,21 +141,22 @@ fn tiktoken(ids: &[u64]) -> serde_json::Value {
 fn in_chromium_the_page_shows_what_the_reports_say() {
     let Some(chromium) = chromium() else { return };
     let runs = make_runs("browser");
+    std::fs::remove_dir_all(runs.join("lecture-05")).unwrap(); // the unreadable report
     let index = page::write_index(&runs).unwrap();
     let folders = page::collect(&runs);
     let seen = browser::look(&chromium, &index).unwrap();
     let checked = browser::check(&seen, &folders, Some(&tiktoken(&IDS)))
         .unwrap_or_else(|problems| panic!("{problems:#?}"));
-    assert_eq!(checked.sections, 5);
-    assert_eq!(checked.runs, 5, "the unreadable report has no table");
+    assert_eq!(checked.sections, 4);
+    assert_eq!(checked.runs, 5);
     assert_eq!(checked.rows, 7);
-    assert_eq!(checked.images, 1);
+    assert_eq!(checked.images, 2, "moons.png and neuron.svg");
     assert_eq!((checked.token_splits, checked.tiktoken_splits), (1, 1));
     assert_eq!(seen.client_width, browser::NARROW_WIDTH);
 
     let shots = runs.join("screenshots");
     let written = browser::screenshots(&chromium, &index, &seen.sections, &shots).unwrap();
-    assert_eq!(written.len(), 6);
+    assert_eq!(written.len(), 5);
     for path in written {
         let png = std::fs::read(&path).unwrap();
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{}", path.display());
@@ -162,10 +168,12 @@ fn in_chromium_the_page_shows_what_the_reports_say() {
 fn in_chromium_the_check_catches_a_broken_page() {
     let Some(chromium) = chromium() else { return };
     let runs = make_runs("broken");
+    std::fs::write(runs.join("lecture-07/attention.json"), "{\"tokens\": 3}").unwrap();
     let index = page::write_index(&runs).unwrap();
     let folders = page::collect(&runs);
     let html = std::fs::read_to_string(&index).unwrap();
-    // A broken image, a box too wide for a phone, and a FAIL shown as PASS.
+    // Besides the unreadable report and attention map: a broken image, a box
+    // too wide for a phone, and a FAIL shown as PASS.
     let html = html
         .replace(
             "</main>",
@@ -179,12 +187,22 @@ fn in_chromium_the_check_catches_a_broken_page() {
     let all = problems.join("\n");
     assert!(all.contains("image \"torn\" is broken"), "{all}");
     assert!(all.contains("scrolls sideways"), "{all}");
-    assert!(all.contains("step-0 loss (PyTorch) (FAIL)"), "{all}");
+    assert!(all.contains("\"3.5\", \"PASS\"] shown for [\"train\", \"step-0 loss (PyTorch)\", \"PyTorch\", \"3.3 ± 1e-4\", \"3.5\", \"FAIL\"]"), "{all}");
     assert!(
         all.contains("tiktoken's cl100k_base gives [1, 2, 3, 4]"),
         "{all}"
     );
-    assert_eq!(problems.len(), 4, "{all}");
+    assert!(
+        all.contains("3 images shown, the run folders hold 2"),
+        "{all}"
+    );
+    assert!(
+        all.contains("lecture-05/report.json: not a report.json"),
+        "{all}"
+    );
+    assert!(all.contains("shows an error: "), "{all}");
+    assert!(all.contains("attention.json: no \"tokens\" list"), "{all}");
+    assert_eq!(problems.len(), 7, "{all}");
     let _ = std::fs::remove_dir_all(&runs);
 }
 

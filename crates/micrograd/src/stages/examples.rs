@@ -6,7 +6,7 @@ use micrograd::{to_dot, to_svg};
 use report::{Run, Target};
 
 /// The worked examples, each against the value the lecture prints, and the
-/// neuron's graph as `neuron.dot` (and `neuron.svg` with Graphviz).
+/// neuron's graph as `neuron.svg` (laid out by `draw::layout`) and `neuron.dot`.
 pub fn run_stage(run: &mut Run) {
     let stage = run.stage("examples");
     let exact = |name: &str, want: f64, got: f64| Target::exact(name, want, 1e-12, got);

@@ -13,11 +13,12 @@
 //! `--allow-file-access-from-files` so that the harness page may read the
 //! framed page's DOM.
 
-use super::{RunFolder, TOKEN_COLOURS};
+use super::{picture_files, shows_pictures, target_cells, visible, RunFolder, TOKEN_COLOURS};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The width of the frame the page is checked in: a phone's.
@@ -56,6 +57,8 @@ pub struct Seen {
     pub external: Vec<String>,
     /// Whether the failed-targets banner is shown.
     pub failures_banner: bool,
+    /// The text of every error note on the page (a file it could not show).
+    pub errors: Vec<String>,
     /// The token view.
     pub tokens: Vec<SeenText>,
 }
@@ -98,15 +101,19 @@ pub struct SeenTokens {
     pub bytes: String,
     /// The spans' computed background colours.
     pub colours: Vec<String>,
+    /// The spans' text as rendered.
+    pub texts: Vec<String>,
 }
 
 const HARNESS: &str = r#"<!doctype html>
 <html><body>
-<iframe id="page" src="PAGE_URL" style="width:WIDTHpx;height:900px;border:0" onload="look()"></iframe>
+<iframe id="page" src="{{PAGE_URL}}" style="width:{{WIDTH}}px;height:900px;border:0" onload="look()"></iframe>
 <script>
 function look() {
   const d = document.getElementById('page').contentDocument;
   const all = (root, sel) => Array.from(root.querySelectorAll(sel));
+  // Folded parts count too: open them before measuring the width.
+  all(d, 'details').forEach(x => { x.open = true; });
   const seen = {
     sections: all(d, 'section.lecture').map(s => s.id),
     runs: all(d, '.run').map(r => ({
@@ -120,6 +127,7 @@ function look() {
     external: all(d, '[src],[href]').map(e => e.getAttribute('src') || e.getAttribute('href'))
       .filter(u => /^([a-z]+:)?\/\//i.test(u)),
     failuresBanner: d.getElementById('failures') !== null,
+    errors: all(d, '.error').map(e => e.textContent),
     tokens: all(d, '.token-text').map(t => ({
       text: t.dataset.text,
       tokenizers: all(t, '.tokenizer').map(k => ({
@@ -127,6 +135,7 @@ function look() {
         ids: all(k, '.tok').map(s => Number(s.dataset.id)),
         bytes: all(k, '.tok').map(s => s.dataset.bytes).join(''),
         colours: all(k, '.tok').map(s => getComputedStyle(s).backgroundColor),
+        texts: all(k, '.tok').map(s => s.textContent),
       })),
     })),
   };
@@ -143,12 +152,14 @@ function look() {
 /// A scratch folder for one browser run, removed when dropped.
 struct Scratch(PathBuf);
 
+/// Tells apart the scratch folders of one process (tests run in threads).
+static SCRATCH_COUNT: AtomicUsize = AtomicUsize::new(0);
+
 impl Scratch {
     fn new(what: &str) -> Result<Scratch, String> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!("zth-{what}-{}-{nanos}", std::process::id()));
+        let n = SCRATCH_COUNT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("zth-{what}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir); // left by an earlier process with our pid
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         Ok(Scratch(dir))
     }
@@ -182,7 +193,10 @@ fn chromium(
     args: &[String],
     timeout: Duration,
 ) -> Result<String, String> {
-    let mut child = Command::new(browser)
+    let mut command = Command::new(browser);
+    // Its own process group, so that a timeout ends Chromium's helpers too.
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command
         .args([
             "--headless",
             "--no-sandbox",
@@ -190,6 +204,8 @@ fn chromium(
             "--disable-background-networking",
             "--no-first-run",
             "--hide-scrollbars",
+            // Containers give /dev/shm 64 MB, too little for a page of plots.
+            "--disable-dev-shm-usage",
         ])
         .arg(format!(
             "--user-data-dir={}",
@@ -218,7 +234,10 @@ fn chromium(
             break status;
         }
         if started.elapsed() > timeout {
-            let _ = child.kill();
+            // SAFETY: signals the process group made above.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
             let _ = child.wait();
             return Err(format!(
                 "{} did not finish within {} s",
@@ -234,7 +253,8 @@ fn chromium(
         .map_err(|e| e.to_string())?;
     let err = errors.join().unwrap_or_default();
     if !status.success() {
-        let tail: String = err.lines().rev().take(5).collect::<Vec<_>>().join("\n");
+        let lines: Vec<&str> = err.lines().collect();
+        let tail = lines[lines.len().saturating_sub(5)..].join("\n");
         return Err(format!("{} failed ({status}):\n{tail}", browser.display()));
     }
     Ok(out)
@@ -244,9 +264,10 @@ fn chromium(
 pub fn look(browser: &Path, index: &Path) -> Result<Seen, String> {
     let scratch = Scratch::new("page-check")?;
     let harness = scratch.0.join("harness.html");
+    // The URL goes in last: a path may hold any of the other placeholders' text.
     let html = HARNESS
-        .replace("PAGE_URL", &file_url(index)?)
-        .replace("WIDTH", &NARROW_WIDTH.to_string());
+        .replace("{{WIDTH}}", &NARROW_WIDTH.to_string())
+        .replace("{{PAGE_URL}}", &file_url(index)?);
     std::fs::write(&harness, html).map_err(|e| format!("{}: {e}", harness.display()))?;
     let dom = chromium(
         browser,
@@ -311,14 +332,18 @@ pub fn check(
             problems.push(format!("no run {id} for {}", folder.dir.display()));
             continue;
         };
-        let Ok(report) = &folder.report else {
-            any_failed = true;
-            continue;
+        let report = match &folder.report {
+            Ok(report) => report,
+            Err(e) => {
+                any_failed = true;
+                problems.push(e.clone());
+                continue;
+            }
         };
-        let targets: Vec<(&str, &crate::Target)> = report
+        let targets: Vec<(&crate::StageReport, &crate::Target)> = report
             .stages
             .iter()
-            .flat_map(|s| s.targets.iter().map(move |t| (s.name.as_str(), t)))
+            .flat_map(|s| s.targets.iter().map(move |t| (s, t)))
             .collect();
         if run.rows.len() != targets.len() {
             problems.push(format!(
@@ -329,24 +354,10 @@ pub fn check(
             continue;
         }
         for (row, (stage, t)) in run.rows.iter().zip(&targets) {
-            let verdict = match (t.gates(), t.pass) {
-                (false, _) => "info",
-                (true, true) => "PASS",
-                (true, false) => "FAIL",
-            };
             any_failed |= t.gates() && !t.pass;
-            let shown = (row.first(), row.get(1), row.last());
-            if shown
-                != (
-                    Some(&stage.to_string()),
-                    Some(&t.name),
-                    Some(&verdict.to_string()),
-                )
-            {
-                problems.push(format!(
-                    "{id}: row {row:?} shown for {stage}: {} ({verdict})",
-                    t.name
-                ));
+            let want = target_cells(stage, t);
+            if row[..] != want[..] {
+                problems.push(format!("{id}: row {row:?} shown for {want:?}"));
             }
         }
         checked.rows += targets.len();
@@ -369,6 +380,23 @@ pub fn check(
             checked.images += 1;
         } else {
             problems.push(format!("image {:?} is broken", image.alt));
+        }
+    }
+    let pictures: usize = folders
+        .iter()
+        .filter(|f| shows_pictures(f, folders))
+        .map(|f| picture_files(&f.dir).len())
+        .sum();
+    if seen.images.len() != pictures {
+        problems.push(format!(
+            "{} images shown, the run folders hold {pictures}",
+            seen.images.len()
+        ));
+    }
+    for error in &seen.errors {
+        // An unreadable report is already listed, in the page's own words.
+        if !problems.contains(error) {
+            problems.push(format!("the page shows an error: {error}"));
         }
     }
     checked.svgs = seen.svgs;
@@ -427,6 +455,21 @@ fn check_tokens(
     }
     for (shown, entry) in seen.tokens.iter().zip(&texts) {
         let text_hex: String = shown.text.bytes().map(|b| format!("{b:02x}")).collect();
+        if entry["text"] != shown.text.as_str() {
+            problems.push(format!(
+                "token view: {:?} shown for {}",
+                shown.text, entry["text"]
+            ));
+        }
+        let splits = entry["tokenizers"].as_array().map_or(0, Vec::len);
+        if shown.tokenizers.len() != splits {
+            problems.push(format!(
+                "token view of {:?}: {} tokenizers shown, {splits} in {}",
+                shown.text,
+                shown.tokenizers.len(),
+                file.display()
+            ));
+        }
         for (k, split) in shown.tokenizers.iter().enumerate() {
             let label = format!("token view of {:?}, {}", shown.text, split.name);
             if split.bytes != text_hex {
@@ -447,6 +490,26 @@ fn check_tokens(
                     "{label}: ids {:?}, tokens.json has {file_ids:?}",
                     split.ids
                 ));
+            }
+            // What each span shows: its piece, whitespace made visible.
+            let pieces = entry["tokenizers"][k]["pieces"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for (j, (text, piece)) in split.texts.iter().zip(&pieces).enumerate() {
+                let bytes: Vec<u8> = piece
+                    .as_array()
+                    .map(|b| {
+                        b.iter()
+                            .filter_map(Value::as_u64)
+                            .map(|b| b as u8)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let want = visible(&String::from_utf8_lossy(&bytes));
+                if *text != want {
+                    problems.push(format!("{label}: token {j} shows {text:?}, not {want:?}"));
+                }
             }
             checked.token_splits += 1;
             let encoding = match split.name.as_str() {
@@ -477,8 +540,8 @@ fn check_tokens(
 /// section, which `index.html#id` alone does not reliably do in headless mode.
 const SHOT: &str = r#"<!doctype html>
 <html><body style="margin:0">
-<iframe src="PAGE_URL" style="width:WIDTHpx;height:HEIGHTpx;border:0;display:block"
- onload="const w = this.contentWindow, el = this.contentDocument.getElementById('ID');
+<iframe src="{{PAGE_URL}}" style="width:{{WIDTH}}px;height:{{HEIGHT}}px;border:0;display:block"
+ onload="const w = this.contentWindow, el = this.contentDocument.getElementById('{{ID}}');
          if (el) w.scrollTo(0, el.getBoundingClientRect().top + w.scrollY);"></iframe>
 </body></html>
 "#;
@@ -503,10 +566,10 @@ pub fn screenshots(
         let scratch = Scratch::new("page-shot")?;
         let frame = scratch.0.join("shot.html");
         let html = SHOT
-            .replace("PAGE_URL", &url)
-            .replace("WIDTH", &width.to_string())
-            .replace("HEIGHT", &height.to_string())
-            .replace("ID", &id);
+            .replace("{{WIDTH}}", &width.to_string())
+            .replace("{{HEIGHT}}", &height.to_string())
+            .replace("{{ID}}", &id)
+            .replace("{{PAGE_URL}}", &url);
         std::fs::write(&frame, html).map_err(|e| format!("{}: {e}", frame.display()))?;
         let path = out.join(&name);
         let tmp = scratch.0.join(&name);

@@ -8,7 +8,7 @@ use std::fmt::Write;
 pub struct Series {
     /// The legend's text.
     pub label: String,
-    /// `(x, y)` points, x increasing.
+    /// `(x, y)` points, in the order they are joined.
     pub points: Vec<(f64, f64)>,
     /// Dots instead of a line (evaluations).
     pub dots: bool,
@@ -47,10 +47,14 @@ pub fn line_chart(series: &[Series], x_label: &str, y_label: &str, log_y: bool) 
     if all.is_empty() {
         (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
     }
-    if x1 <= x0 {
-        x1 = x0 + 1.0;
+    if x1 - x0 < x0.abs().max(1.0) * 1e-9 {
+        x1 = x0 + x0.abs().max(1.0);
     }
-    let pad = ((y1 - y0) * 0.05).max(1e-6);
+    // 5% of the range, or of the value itself when the curve is flat, so that
+    // the axis never collapses (even for a loss of 1e11).
+    let pad = ((y1 - y0) * 0.05)
+        .max(y0.abs().max(y1.abs()) * 0.05)
+        .max(1e-3);
     (y0, y1) = (y0 - pad, y1 + pad);
     let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - RIGHT);
     let py = |y: f64| TOP + (y1 - fy(y)) / (y1 - y0) * (H - TOP - BOTTOM);
@@ -68,7 +72,8 @@ pub fn line_chart(series: &[Series], x_label: &str, y_label: &str, log_y: bool) 
         W - RIGHT
     )
     .unwrap();
-    for x in ticks(x0, x1, 6) {
+    // Steps are whole numbers: no tick at step 250.2.
+    for x in ticks(x0, x1, 6).into_iter().filter(|x| x.fract() == 0.0) {
         let p = px(x);
         writeln!(
             svg,
@@ -125,6 +130,15 @@ pub fn line_chart(series: &[Series], x_label: &str, y_label: &str, log_y: bool) 
                 )
                 .unwrap();
             }
+        } else if let [(x, y)] = points[..] {
+            // A line of one point would draw nothing: show the point.
+            writeln!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>",
+                px(x),
+                py(y)
+            )
+            .unwrap();
         } else if !points.is_empty() {
             let mut d = String::new();
             for (i, &(x, y)) in points.iter().enumerate() {
@@ -176,22 +190,26 @@ pub fn line_chart(series: &[Series], x_label: &str, y_label: &str, log_y: bool) 
     svg
 }
 
-/// About `n` round tick values covering `[lo, hi]`.
+/// About `n` round tick values covering `[lo, hi]`; none where the range is
+/// empty or not finite.
 fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     let raw = (hi - lo) / n as f64;
+    if !(raw.is_finite() && raw > 0.0) {
+        return Vec::new();
+    }
     let magnitude = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * magnitude)
         .find(|&s| s >= raw)
         .unwrap_or(10.0 * magnitude);
-    let mut out = Vec::new();
-    let mut k = (lo / step).ceil();
-    while k * step <= hi + step * 1e-9 {
-        out.push(if k == 0.0 { 0.0 } else { k * step });
-        k += 1.0;
-    }
-    out
+    let first = (lo / step).ceil();
+    // At most about 2n ticks, however lo and step compare in size.
+    (0..=2 * n)
+        .map(|i| first + i as f64)
+        .map(|k| if k == 0.0 { 0.0 } else { k * step })
+        .take_while(|&t| t <= hi + step * 1e-9)
+        .collect()
 }
 
 /// Ticks for a log axis whose ends are `lo` and `hi` in log10 units: the
@@ -226,7 +244,12 @@ fn short(v: f64) -> String {
         format!("{v:.0}")
     } else {
         let s = format!("{v:.4}");
-        s.trim_end_matches('0').to_string()
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s == "-0" {
+            "0".to_string()
+        } else {
+            s.to_string()
+        }
     }
 }
 
@@ -296,6 +319,41 @@ mod tests {
         assert_eq!(log_ticks(-2.2, 0.5), [0.01, 0.1, 1.0]);
         assert_eq!(short(150_000.0), "150k");
         assert_eq!(short(2.25), "2.25");
+        assert_eq!(short(3.00001), "3");
+        assert_eq!(short(-0.00001), "0");
+        // Degenerate ranges give no ticks instead of looping.
+        assert!(ticks(1e10, 1e10, 6).is_empty());
+        assert!(ticks(0.0, f64::NAN, 6).is_empty());
+        assert!(ticks(1e17, 1e17 + 64.0, 6).len() <= 13);
+    }
+
+    #[test]
+    fn flat_and_single_point_curves_still_draw() {
+        let flat = Series {
+            label: "flat".into(),
+            points: vec![(0.0, 1e11), (10.0, 1e11)],
+            dots: false,
+            colour: 0,
+        };
+        let one = Series {
+            label: "one".into(),
+            points: vec![(250.0, 0.2955)],
+            dots: false,
+            colour: 1,
+        };
+        let svg = line_chart(&[flat], "step", "loss", false);
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        let svg = line_chart(&[one], "step", "accuracy", false);
+        assert!(svg.contains("<circle"), "the single point is drawn");
+        let labels: Vec<&str> = svg
+            .split("text-anchor=\"end\">")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('<').unwrap()])
+            .collect();
+        assert!(labels.len() >= 3, "{labels:?}");
+        let mut distinct = labels.clone();
+        distinct.dedup();
+        assert_eq!(distinct, labels, "y labels repeat");
     }
 
     #[test]
