@@ -21,6 +21,7 @@ pub fn exercise4(
     let (seed, quick) = (run.seed(), run.quick());
     let lecture_seed = seed == 42;
     let stage = run.stage("exercise 4");
+    stage.set_source("makemore_part4_backprop.ipynb cells 22, 25; PyTorch, same draws: tests/fixtures/ninja_torch.py");
     let mut g = TorchGenerator::manual_seed(INIT_SEED);
     let mut w = Weights::init(200, &mut g, &mut TorchGenerator::manual_seed(seed));
     stage.target(Target::string(

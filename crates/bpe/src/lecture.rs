@@ -313,6 +313,8 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
     let shakespeare = read("tinyshakespeare.txt")?;
 
     let stage = run.stage("basic");
+
+    stage.set_source("minbpe train.py on taylorswift.txt, run by tests/fixtures/make_fixtures.py (minbpe/basic.model)");
     train_stage(
         stage,
         &out,
@@ -324,6 +326,7 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
         MINBPE_BASIC,
     )?;
     let stage = run.stage("regex");
+    stage.set_source("minbpe train.py on taylorswift.txt, run by tests/fixtures/make_fixtures.py (minbpe/regex.model)");
     train_stage(
         stage,
         &out,
@@ -342,6 +345,8 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
     ];
 
     let stage = run.stage("gpt4");
+
+    stage.set_source("minbpe's README; Python tiktoken cl100k_base: tests/fixtures/tiktoken_cases.json (make_fixtures.py)");
     let t0 = Instant::now();
     let gpt4 = Gpt4Tokenizer::from_data_dir()?.into_inner();
     stage.target(Target::info(
@@ -363,6 +368,8 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
     parity_stage(stage, &gpt4, &cases["cl100k_base"], &files)?;
 
     let stage = run.stage("gpt2");
+
+    stage.set_source("GPT-2's encoder.json + vocab.bpe; Python tiktoken r50k_base: tests/fixtures/tiktoken_cases.json");
     let gpt2 = Gpt2Tokenizer::from_data_dir()?.into_inner();
     let original = Gpt2Tokenizer::from_data_dir_encoder()?.into_inner();
     let same = original.merges().list() == gpt2.merges().list()

@@ -149,6 +149,9 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     );
     {
         let stage = run.stage("data");
+        stage.set_source(
+            "ng-video-lecture gpt.py on input.txt (nanoGPT's shakespeare_char/prepare.py agrees)",
+        );
         let hii = data.vocab.encode("hii there")?;
         stage.target(Target::string(
             "encode(\"hii there\")",

@@ -116,6 +116,7 @@ pub fn run_stage(
     println!("{:.6} M parameters", n_params as f64 / 1e6);
 
     let s = run.stage(stage.name());
+    s.set_source(stage.source());
     if let Some(want) = reference["params"].as_u64() {
         s.target(Target::string(
             "parameters",

@@ -60,6 +60,23 @@ impl Stage {
         }
     }
 
+    /// Where the stage's expected values come from, for the report.
+    pub fn source(self) -> &'static str {
+        match self {
+            Stage::Bigram => {
+                "ng-video-lecture bigram.py (val 2.5, the video); PyTorch, same draws: tests/fixtures/stages.py"
+            }
+            Stage::SelfAttention | Stage::MultiHead | Stage::FeedForward | Stage::Blocks => {
+                "ng-video-lecture v2.py's commits and the video; PyTorch, same draws: tests/fixtures/stages.py"
+            }
+            Stage::Layernorm => {
+                "ng-video-lecture commit 0016836 (val 2.06); PyTorch, same draws: tests/fixtures/stages.py"
+            }
+            Stage::Full => "gpt.py at 482b15d (val 1.48, the video); PyTorch: tests/fixtures/stages.py",
+            Stage::Cpu => "nanoGPT's README, CPU recipe (val 1.88); PyTorch, same draws: tests/fixtures/stages.py",
+        }
+    }
+
     /// The val loss the lecture (or the recipe's README) reports for the stage.
     pub fn lecture_val(self) -> f64 {
         match self {

@@ -87,6 +87,7 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
     // The 124M-class model of 7822fce on its one batch, against PyTorch.
     {
         let s = run.stage("overfit-batch");
+        s.set_source("PyTorch: tests/fixtures/train_stages.py (build-nanogpt 7822fce); the 124M count: tests/fixtures/make_fixtures.py");
         let tied = gpt2::GptConfig::preset("gpt2")?
             .parameter_count()
             .unwrap_or(0);
@@ -125,6 +126,7 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
     let out = run.out_dir().join("cpu");
     let checkpoint = out.join("checkpoint.safetensors");
     let s = run.stage("cpu");
+    s.set_source("PyTorch: tests/fixtures/cpu_stage.py (build-nanogpt train_gpt2.py at efedfac, narrowed); the bigram bar counted here");
     let mut trainer = match args.resume {
         true => gpt2::checkpoint::resume(&checkpoint, &split, &config, Box::new(SingleProcess))?,
         false => Trainer::new(config.clone(), &split)?,

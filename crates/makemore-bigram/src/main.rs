@@ -121,6 +121,7 @@ fn lecture(
     let counts = BigramCounts::from_pairs(&pairs);
     let p = counts.probabilities(1.0);
     let stage = run.stage("counting");
+    stage.set_source("makemore_part1_bigrams.ipynb cells 23, 26, 56; PyTorch: tests/fixtures/make_bigram_fixtures.py");
     stage.target(Target::string(
         "number of bigrams",
         "228146",
@@ -153,6 +154,7 @@ fn lecture(
     let xs: Vec<usize> = pairs.iter().map(|&(a, _)| a).collect();
     let ys: Vec<usize> = pairs.iter().map(|&(_, b)| b).collect();
     let stage = run.stage("neural");
+    stage.set_source("makemore_part1_bigrams.ipynb cells 55–58, run in PyTorch by tests/fixtures/make_bigram_fixtures.py");
     let (model, losses) = train(
         seed,
         &xs,

@@ -109,6 +109,8 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     }
 
     let stage = run.stage("init");
+
+    stage.set_source("makemore_part3_bn.ipynb cell[5] (split), makemore_part2_mlp.ipynb cell[23]; PyTorch: tests/fixtures/mlp_torch.py");
     for (name, expected, got) in [
         ("train examples", 182_625, splits.train.len()),
         ("dev examples", 22_655, splits.dev.len()),
@@ -174,6 +176,10 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     }
 
     let stage = run.stage("mlp");
+
+    stage.set_source(
+        "makemore_part2_mlp.ipynb cells 29–30; PyTorch, same draws: tests/fixtures/mlp_torch.py",
+    );
     let mut global = TorchGenerator::manual_seed(seed);
     let (losses, loop_ms) = train(&mut model, &splits.train, &mut global, steps, stage)?;
     if lecture_seed && !args.fixed_init {

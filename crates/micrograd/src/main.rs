@@ -71,6 +71,7 @@ fn main() -> ExitCode {
 fn regression_stage(run: &mut Run) -> Result<(), String> {
     let seed = run.seed();
     let stage = run.stage("regression");
+    stage.set_source("micrograd_lecture_second_half_roughly.ipynb cells 15–17; PyTorch, float64: tests/fixtures/lecture_regression.py");
     let result = regression::run(seed, REGRESSION_STEPS, 0.1, stage)?;
     let (first, last) = (result.losses[0], result.losses[REGRESSION_STEPS - 1]);
     stage.set_final("train", last);
@@ -101,6 +102,9 @@ fn moons_stage(run: &mut Run) -> Result<(), String> {
     let steps = run.steps_override().unwrap_or(MOONS_STEPS);
     let out_dir = run.out_dir().to_path_buf();
     let stage = run.stage("moons");
+    stage.set_source(
+        "micrograd's demo.ipynb cells 5–7; pip micrograd: tests/fixtures/pip_micrograd_demo.py",
+    );
     let data = Moons::fixture();
     let model = moons::model(seed);
     stage.target(Target::string(

@@ -18,6 +18,7 @@ pub fn run_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Res
     let seed = run.seed();
     let mut plots = Vec::new();
     let stage = run.stage("gain experiments: deep Linear/Tanh stack without batch norm, at init");
+    stage.set_source("PyTorch, same draws: tests/fixtures/make_fixtures.py; the statistics of makemore_part3_bn.ipynb cells 15–17");
     for reference in fx["gains"].as_array().expect("gains") {
         let name = reference["gain"].as_str().expect("gain");
         let gain = match name {

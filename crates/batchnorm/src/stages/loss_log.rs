@@ -29,6 +29,7 @@ pub fn run_stage(run: &mut Run, splits: &Splits) -> Result<(), String> {
     let gates = run.seed() == SEED;
     let torch: Value = serde_json::from_str(FULL_FIXTURE).expect("JSON");
     let stage = run.stage("loss log (--ladder)");
+    stage.set_source("makemore_part3_bn.ipynb cell[11] (the loss log); PyTorch, same draws: tests/fixtures/make_fixtures.py");
     let mut rows = Vec::new();
     for row in LossLogRow::ALL {
         let label = row.label();

@@ -40,6 +40,7 @@ pub fn run_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Res
     let full = steps == 200_000;
     let seed = run.seed();
     let stage = run.stage("model A: MLP + batch norm");
+    stage.set_source("makemore_part3_bn.ipynb cells 6, 7, 10; PyTorch, same draws: tests/fixtures/make_fixtures.py");
     let mut g = TorchGenerator::manual_seed(seed);
     let mut model = Mlp::new(LossLogRow::BatchNorm, &mut g);
     println!("parameters: {}", model.params.count());

@@ -49,6 +49,9 @@ pub fn run_stage(
     } else {
         "model B: deep batch-norm net, the lecture's 1,001 steps"
     });
+    stage.set_source(
+        "makemore_part3_bn.ipynb cells 13, 15–17, 19, 20; PyTorch (step 0 and 4, grad std): tests/fixtures/make_fixtures.py",
+    );
     let mut g = TorchGenerator::manual_seed(seed);
     let mut net = TorchifiedMlp::new(&mut g, true, 1.0);
     println!("parameters: {}", net.params.count());

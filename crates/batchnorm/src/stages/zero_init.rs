@@ -16,6 +16,7 @@ pub fn run_stage(run: &mut Run, splits: &Splits) -> Result<(), String> {
     let steps = if run.quick() { 2000 } else { 20_000 };
     let seed = run.seed();
     let stage = run.stage("E01: all-zero init");
+    stage.set_source("exercise E01 (the video's description), derived: only b2 learns; the train split's unigram entropy");
     let mut g = TorchGenerator::manual_seed(seed);
     let mut model = Mlp::new(LossLogRow::Original, &mut g);
     for (_, p) in model.params.iter_mut() {

@@ -9,6 +9,7 @@ use report::{Run, Target};
 /// neuron's graph as `neuron.svg` (laid out by `draw::layout`) and `neuron.dot`.
 pub fn run_stage(run: &mut Run) {
     let stage = run.stage("examples");
+    stage.set_source("micrograd lecture notebooks (first half cells 2, 7, 10; second half cell[13]); micrograd's README and test_engine.py");
     let exact = |name: &str, want: f64, got: f64| Target::exact(name, want, 1e-12, got);
 
     stage.target(Target::exact(

@@ -23,6 +23,7 @@ pub fn run_stage(
     let quick = run.quick();
     let full = steps == STEPS;
     let stage = run.stage("hierarchical model");
+    stage.set_source("makemore_part5_cnn1.ipynb cells 9, 10, 13; PyTorch, same draws: tests/fixtures/make_fixtures.py");
     let Trained {
         mut net,
         g,

@@ -1,4 +1,4 @@
-//! `--ladder`: the lecture's performance log (cell[16]), five configurations
+//! `--ladder`: the lecture's performance log (cell[14]), five configurations
 //! of 200k steps each, against the lecture and PyTorch's runs.
 
 use super::{
@@ -20,6 +20,7 @@ pub fn run_stage(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), Stri
     let seed = run.seed();
     let full_fixture: Value = serde_json::from_str(FULL_FIXTURE).expect("fixture is JSON");
     let stage = run.stage("performance log (--ladder)");
+    stage.set_source("makemore_part5_cnn1.ipynb cell[14] (scaled-up row: cell[13]); PyTorch: tests/fixtures/make_fixtures.py");
     let mut rows = Vec::new();
     for config in Config::LADDER.iter() {
         let reference = fixture_row(fixture, "lecture6.json", config.name)?;

@@ -27,6 +27,7 @@ pub fn run_stage(run: &mut Run, splits: &Splits, trained: Trained) -> Result<(),
 FlattenConsecutive [4, 2, 256]; Linear [4, 2, 128]; BatchNorm1d [4, 2, 128]; Tanh [4, 2, 128]; \
 FlattenConsecutive [4, 256]; Linear [4, 128]; BatchNorm1d [4, 128]; Tanh [4, 128]; Linear [4, 27]";
     let stage = run.stage("shapes, samples and the convolution view");
+    stage.set_source("shapes: the video at 00:21:36; samples: makemore_part5_cnn1.ipynb cell[15]; the convolution view: cell[19]");
     stage.target(Target::string(
         "layer shapes for a batch of 4",
         expected_walk,
