@@ -120,7 +120,9 @@ pub fn line_chart(series: &[Series], x_label: &str, y_label: &str, log_y: bool) 
     for s in series {
         let colour = PALETTE[s.colour % PALETTE.len()];
         let points: Vec<(f64, f64)> = s.points.iter().copied().filter(finite).collect();
-        if s.dots {
+        // Dots for evaluations, and for a line of one point, which as a path
+        // would draw nothing.
+        if s.dots || points.len() == 1 {
             for &(x, y) in &points {
                 writeln!(
                     svg,
@@ -130,15 +132,6 @@ pub fn line_chart(series: &[Series], x_label: &str, y_label: &str, log_y: bool) 
                 )
                 .unwrap();
             }
-        } else if let [(x, y)] = points[..] {
-            // A line of one point would draw nothing: show the point.
-            writeln!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>",
-                px(x),
-                py(y)
-            )
-            .unwrap();
         } else if !points.is_empty() {
             let mut d = String::new();
             for (i, &(x, y)) in points.iter().enumerate() {
