@@ -15,12 +15,7 @@ use crate::Value;
 /// The graph that produced `root`, left to right, as DOT source.
 pub fn to_dot(root: &Value) -> String {
     let nodes = root.topological_order();
-    // Numbered in topological order, so the same graph always gives the same text.
-    let ids: HashMap<*const Node, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, &node)| (node as *const Node, i))
-        .collect();
+    let ids = numbered(&nodes);
 
     let mut dot = String::from("digraph {\n  rankdir=LR;\n");
     for (id, node) in nodes.iter().enumerate() {
@@ -44,6 +39,16 @@ pub fn to_dot(root: &Value) -> String {
     }
     dot.push_str("}\n");
     dot
+}
+
+/// Each node's number: its place in topological order, so that the same
+/// graph always gives the same drawing, whatever the nodes' addresses.
+fn numbered(order: &[&Node]) -> HashMap<*const Node, usize> {
+    order
+        .iter()
+        .enumerate()
+        .map(|(i, &node)| (node as *const Node, i))
+        .collect()
 }
 
 /// Backslash-escapes the characters that structure a record label or end a string.
@@ -102,11 +107,7 @@ const GAP: (f64, f64) = (40.0, 14.0);
 /// order and centred vertically.
 pub fn layout(root: &Value) -> Layout {
     let order = root.topological_order();
-    let ids: HashMap<*const Node, usize> = order
-        .iter()
-        .enumerate()
-        .map(|(i, &node)| (node as *const Node, i))
-        .collect();
+    let ids = numbered(&order);
     // Column of each value, and of the op in front of it.
     let mut value_column = vec![0usize; order.len()];
     let mut nodes: Vec<Placed> = Vec::new();
