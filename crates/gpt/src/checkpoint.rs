@@ -6,19 +6,32 @@
 //! `adamw.exp_avg_sq/<param>` with the PyTorch-style parameter names
 //! (`blocks.0.sa.heads.1.key.weight`). Files are written to a temporary name and
 //! renamed, so an interrupted save leaves the previous checkpoint intact.
+//!
+//! safetensors carries no checksum, so the metadata also holds `sha256`: the
+//! SHA-256 of every tensor (name, dtype, shape, bytes) and every other metadata
+//! entry. [`load`] checks it before it builds anything, so a damaged file is an
+//! error however small the damage. Non-finite values are refused on save and on load.
 
 use crate::data::CharVocab;
 use crate::stages::Config;
 use crate::train::Trainer;
 use autograd::{AdamW, Params};
 use safetensors::{Dtype, SafeTensors};
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
+/// A checkpoint tensor: name, shape, little-endian f32 bytes.
+pub type NamedTensor = (String, Vec<usize>, Vec<u8>);
+
 /// The `format` metadata value this module writes and accepts.
-pub const FORMAT: &str = "zero-to-hero/gpt/1";
+pub const FORMAT: &str = "zero-to-hero/gpt/2";
+/// Checkpoints before the `sha256` entry: refused with a message that says so.
+const FORMAT_WITHOUT_DIGEST: &str = "zero-to-hero/gpt/1";
+/// The metadata key of the SHA-256 over a checkpoint's tensors and other metadata.
+pub const SHA256_KEY: &str = "sha256";
 
 fn to_bytes(t: &Tensor) -> Vec<u8> {
     t.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -26,8 +39,7 @@ fn to_bytes(t: &Tensor) -> Vec<u8> {
 
 /// The checkpoint of `trainer` as safetensors bytes.
 pub fn to_safetensors(trainer: &Trainer, vocab: &CharVocab) -> Result<Vec<u8>, String> {
-    let tensors = model_and_moments(&trainer.params, &trainer.opt);
-    let views = tensor_views(&tensors)?;
+    let tensors = model_and_moments(&trainer.params, &trainer.opt)?;
     let rng = trainer.rng.borrow().state();
     let metadata = HashMap::from([
         ("format".to_string(), FORMAT.to_string()),
@@ -46,14 +58,100 @@ pub fn to_safetensors(trainer: &Trainer, vocab: &CharVocab) -> Result<Vec<u8>, S
             serde_json::to_string(&rng).map_err(|e| e.to_string())?,
         ),
     ]);
-    safetensors::serialize(views, Some(metadata)).map_err(|e| e.to_string())
+    serialize_with_digest(&tensors, metadata)
+}
+
+/// The safetensors bytes of `tensors` and `metadata`, with [`SHA256_KEY`] added
+/// to the metadata.
+pub fn serialize_with_digest(
+    tensors: &[NamedTensor],
+    mut metadata: HashMap<String, String>,
+) -> Result<Vec<u8>, String> {
+    let entries = tensors
+        .iter()
+        .map(|(name, shape, bytes)| (name.as_str(), "F32", shape.as_slice(), bytes.as_slice()))
+        .collect();
+    let sha = digest(entries, &metadata);
+    metadata.insert(SHA256_KEY.to_string(), sha);
+    safetensors::serialize(tensor_views(tensors)?, Some(metadata)).map_err(|e| e.to_string())
+}
+
+/// SHA-256 over `(name, dtype, shape, bytes)` of every tensor in name order,
+/// then every metadata entry but [`SHA256_KEY`] in key order, each field
+/// prefixed with its length so that no two contents hash alike.
+fn digest(
+    mut tensors: Vec<(&str, &str, &[usize], &[u8])>,
+    metadata: &HashMap<String, String>,
+) -> String {
+    tensors.sort_by(|a, b| a.0.cmp(b.0));
+    let mut sha = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        sha.update((bytes.len() as u64).to_le_bytes());
+        sha.update(bytes);
+    };
+    for (name, dtype, shape, bytes) in tensors {
+        field(name.as_bytes());
+        field(dtype.as_bytes());
+        let dims: Vec<u8> = shape
+            .iter()
+            .flat_map(|&d| (d as u64).to_le_bytes())
+            .collect();
+        field(&dims);
+        field(bytes);
+    }
+    let mut entries: Vec<_> = metadata.iter().filter(|(k, _)| *k != SHA256_KEY).collect();
+    entries.sort();
+    for (key, value) in entries {
+        field(key.as_bytes());
+        field(value.as_bytes());
+    }
+    sha.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks the [`SHA256_KEY`] entry of a checkpoint against its contents.
+pub fn check_digest(st: &SafeTensors, metadata: &HashMap<String, String>) -> Result<(), String> {
+    let stored = metadata
+        .get(SHA256_KEY)
+        .ok_or_else(|| format!("metadata has no `{SHA256_KEY}`"))?;
+    let tensors = st.tensors();
+    let dtypes: Vec<String> = tensors
+        .iter()
+        .map(|(_, v)| format!("{:?}", v.dtype()))
+        .collect();
+    let entries = tensors
+        .iter()
+        .zip(&dtypes)
+        .map(|((name, view), dtype)| (name.as_str(), dtype.as_str(), view.shape(), view.data()))
+        .collect();
+    if digest(entries, metadata) != *stored {
+        return Err(
+            "its contents do not match the SHA-256 stored in its metadata: \
+             the file was damaged or edited after it was written"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// The `model/`, `adamw.exp_avg/` and `adamw.exp_avg_sq/` tensors of a
 /// checkpoint: `(name, shape, little-endian f32 bytes)`, in parameter order.
-pub fn model_and_moments(params: &Params, opt: &AdamW) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+/// A NaN or infinity in any of them is an error naming the tensor: a
+/// checkpoint on disk never holds one.
+pub fn model_and_moments(params: &Params, opt: &AdamW) -> Result<Vec<NamedTensor>, String> {
+    let finite = |name: &str, t: &Tensor| match t.to_vec().iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(format!(
+            "not saving a checkpoint: tensor {name} holds {} at index {i}",
+            t.to_vec()[i]
+        )),
+        None => Ok(()),
+    };
     let mut tensors = Vec::new();
     for (id, p) in params.iter() {
+        finite(&format!("model/{}", p.name), &p.value)?;
+        if let Some((m, v)) = opt.moments(id) {
+            finite(&format!("adamw.exp_avg/{}", p.name), m)?;
+            finite(&format!("adamw.exp_avg_sq/{}", p.name), v)?;
+        }
         let shape = p.value.shape().to_vec();
         tensors.push((
             format!("model/{}", p.name),
@@ -69,12 +167,12 @@ pub fn model_and_moments(params: &Params, opt: &AdamW) -> Vec<(String, Vec<usize
             tensors.push((format!("adamw.exp_avg_sq/{}", p.name), shape, to_bytes(v)));
         }
     }
-    tensors
+    Ok(tensors)
 }
 
 /// safetensors' views of [`model_and_moments`]' tensors, for `serialize`.
 pub fn tensor_views(
-    tensors: &[(String, Vec<usize>, Vec<u8>)],
+    tensors: &[NamedTensor],
 ) -> Result<Vec<(String, safetensors::tensor::TensorView<'_>)>, String> {
     tensors
         .iter()
@@ -109,11 +207,14 @@ pub fn restore_model_and_moments(
                 view.shape()
             ));
         }
-        let values = view
+        let values: Vec<f32> = view
             .data()
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(format!("tensor {name} holds {} at index {i}", values[i]));
+        }
         Ok(Some(Tensor::from_vec(values, want)))
     };
     let mut moments = Vec::new();
@@ -172,14 +273,33 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
         meta.get(key)
             .ok_or_else(|| format!("metadata has no `{key}`; not a gpt checkpoint"))
     };
+    if field("format")? == FORMAT_WITHOUT_DIGEST {
+        return Err(format!(
+            "format is {FORMAT_WITHOUT_DIGEST:?}, written by an older version of this crate \
+             (before checkpoints carried a SHA-256); train again without --resume"
+        ));
+    }
     if field("format")? != FORMAT {
         return Err(format!(
             "format is {:?}, expected {FORMAT:?}",
             field("format")?
         ));
     }
+    check_digest(&st, &meta)?;
     let cfg: Config =
         serde_json::from_str(field("config")?).map_err(|e| format!("bad config metadata: {e}"))?;
+    // Before a model is built from it: every gpt checkpoint holds one of the
+    // lecture's models, so a config that is not one is refused, not allocated.
+    let lecture_model = Config::for_stage(cfg.stage)
+        .with_head_size_scale(cfg.head_size_scale())
+        .model;
+    if cfg.model != lecture_model {
+        return Err(format!(
+            "its config's model {:?} is not stage {}'s model {lecture_model:?}",
+            cfg.model,
+            cfg.stage.name()
+        ));
+    }
     let iter: usize = field("iter")?
         .parse()
         .map_err(|e| format!("bad iter metadata: {e}"))?;

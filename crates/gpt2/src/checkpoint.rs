@@ -14,7 +14,9 @@
 //! are the whole state. Tensors are named `model/<param>`,
 //! `adamw.exp_avg/<param>` and `adamw.exp_avg_sq/<param>`, as in lecture 7's
 //! checkpoints ([`gpt::checkpoint`], whose tensor code this shares). The
-//! file is written to a temporary name and renamed.
+//! file is written to a temporary name and renamed. Since format 3 the
+//! metadata holds the SHA-256 of the tensors and the other metadata
+//! ([`gpt::checkpoint::SHA256_KEY`]), checked before anything is built.
 
 use crate::ddp::{check_in_sync, Collective, SingleProcess};
 use crate::recipe::{train_loader, RecipeConfig, Split, Trainer};
@@ -24,15 +26,16 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// The `format` metadata value this module writes and accepts.
-pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/2";
+pub const FORMAT: &str = "zero-to-hero/gpt2-recipe/3";
+/// The format before checkpoints carried a SHA-256.
+const FORMAT_WITHOUT_DIGEST: &str = "zero-to-hero/gpt2-recipe/2";
 /// The format before data-parallel training: one process, one `loader`.
 const FORMAT_ONE_PROCESS: &str = "zero-to-hero/gpt2-recipe/1";
 
 /// The checkpoint of `trainer` as safetensors bytes, with `loaders`, every
 /// rank's loader position in rank order.
 pub fn to_safetensors(trainer: &Trainer, loaders: &[LoaderState]) -> Result<Vec<u8>, String> {
-    let tensors = gpt::checkpoint::model_and_moments(&trainer.params, &trainer.optimizer);
-    let views = gpt::checkpoint::tensor_views(&tensors)?;
+    let tensors = gpt::checkpoint::model_and_moments(&trainer.params, &trainer.optimizer)?;
     let metadata = HashMap::from([
         ("format".to_string(), FORMAT.to_string()),
         ("step".to_string(), trainer.step.to_string()),
@@ -45,7 +48,7 @@ pub fn to_safetensors(trainer: &Trainer, loaders: &[LoaderState]) -> Result<Vec<
         ("loaders".to_string(), json(&loaders)?),
         ("train_data".to_string(), trainer.train_data.clone()),
     ]);
-    safetensors::serialize(views, Some(metadata)).map_err(|e| e.to_string())
+    gpt::checkpoint::serialize_with_digest(&tensors, metadata)
 }
 
 fn json(value: &impl serde::Serialize) -> Result<String, String> {
@@ -140,15 +143,44 @@ pub fn from_safetensors(
         meta.get(key)
             .ok_or_else(|| format!("metadata has no `{key}`; not a gpt2 recipe checkpoint"))
     };
-    let one_process = field("format")? == FORMAT_ONE_PROCESS;
-    if field("format")? != FORMAT && !one_process {
-        return Err(format!(
-            "format is {:?}, expected {FORMAT:?}",
-            field("format")?
-        ));
+    let format = field("format")?;
+    let one_process = format == FORMAT_ONE_PROCESS;
+    if format == FORMAT {
+        gpt::checkpoint::check_digest(&st, &meta)?;
+    } else if one_process || format == FORMAT_WITHOUT_DIGEST {
+        // Older checkpoints carry no digest; one that has one was format 3 before
+        // a flipped bit turned its version number into an older one.
+        if meta.contains_key(gpt::checkpoint::SHA256_KEY) {
+            return Err(format!(
+                "format is {format:?}, which has no `{}`, yet this file has one",
+                gpt::checkpoint::SHA256_KEY
+            ));
+        }
+    } else {
+        return Err(format!("format is {format:?}, expected {FORMAT:?}"));
     }
     let config: RecipeConfig =
         serde_json::from_str(field("config")?).map_err(|e| format!("bad config metadata: {e}"))?;
+    // Before a model is built from it: the model must fit in the file's tensors,
+    // so a damaged config cannot ask for more memory than the file holds.
+    let m = &config.model;
+    if [m.block_size, m.vocab_size, m.n_layer, m.n_embd].contains(&0)
+        || m.n_head == 0
+        || !m.n_embd.is_multiple_of(m.n_head)
+    {
+        return Err(format!("its config's model {m:?} is not a GPT-2 shape"));
+    }
+    let file_floats: u64 = st
+        .tensors()
+        .iter()
+        .filter(|(name, _)| name.starts_with("model/"))
+        .map(|(_, view)| view.shape().iter().product::<usize>() as u64)
+        .sum();
+    if m.parameter_count().is_none_or(|n| n > file_floats) {
+        return Err(format!(
+            "its config's model {m:?} has more parameters than the {file_floats} the file holds"
+        ));
+    }
     let step: usize = field("step")?
         .parse()
         .map_err(|e| format!("bad step metadata: {e}"))?;

@@ -389,8 +389,10 @@ fn a_checkpoint_from_before_data_parallel_training_still_resumes() {
     )
     .unwrap();
     let path = dir.join("checkpoint.safetensors");
-    // Format 1 had one process's `loader` where format 2 has `loaders` and `world_size`.
+    // Format 1 had one process's `loader` where format 2 has `loaders` and
+    // `world_size`, and no `sha256` (format 3).
     let old = with_metadata(&std::fs::read(&path).unwrap(), |meta| {
+        meta.remove("sha256");
         let loaders: Vec<serde_json::Value> =
             serde_json::from_str(meta["loaders"].as_str().unwrap()).unwrap();
         meta.insert("loader".into(), loaders[0].to_string().into());
