@@ -131,9 +131,19 @@ pub struct Merges {
     list: Vec<Pair>,
     rank: FastMap<Pair, u32>,
     vocab: Vec<Vec<u8>>,
+    /// The bytes of every token together, kept under [`MAX_VOCAB_BYTES`].
+    vocab_bytes: usize,
     byte_ids: [u32; 256],
     whole: Option<FastMap<Vec<u8>, u32>>,
 }
+
+/// The longest token a merge may make. cl100k's longest is 128 bytes; the
+/// limit is far above any trained vocabulary, and keeps a hostile `.model`
+/// file (`256 256`, `257 257`, … doubles a token per line) from asking for
+/// gigabytes.
+pub const MAX_TOKEN_BYTES: usize = 1 << 16;
+/// The most bytes all tokens may hold together (cl100k's hold under 1 MB).
+pub const MAX_VOCAB_BYTES: usize = 1 << 26;
 
 impl Default for Merges {
     fn default() -> Self {
@@ -152,6 +162,7 @@ impl Merges {
             list: Vec::new(),
             rank: FastMap::default(),
             vocab: (0..=255u8).map(|b| vec![b]).collect(),
+            vocab_bytes: 256,
             byte_ids,
             whole: None,
         }
@@ -207,8 +218,20 @@ impl Merges {
                 pair.0, pair.1
             )));
         }
+        let len = self.vocab[pair.0 as usize].len() + self.vocab[pair.1 as usize].len();
+        if len > MAX_TOKEN_BYTES || self.vocab_bytes + len > MAX_VOCAB_BYTES {
+            self.rank.remove(&pair);
+            return Err(Error::Invalid(format!(
+                "merge {} = ({}, {}) makes a token of {len} bytes, past the limits of \
+                 {MAX_TOKEN_BYTES} bytes a token and {MAX_VOCAB_BYTES} for all tokens",
+                self.list.len(),
+                pair.0,
+                pair.1
+            )));
+        }
         let mut bytes = self.vocab[pair.0 as usize].clone();
         bytes.extend_from_slice(&self.vocab[pair.1 as usize]);
+        self.vocab_bytes += len;
         self.vocab.push(bytes);
         self.list.push(pair);
         Ok(idx)

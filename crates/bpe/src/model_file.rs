@@ -57,6 +57,16 @@ pub fn model_text(pattern: &str, specials: &[(String, u32)], merges: &[Pair]) ->
 
 /// Parses the text of a `.model` file; `name` is used in error messages.
 pub fn parse_model(text: &str, name: &str) -> Result<ModelFile> {
+    // minbpe's `save` ends every line with "\n": without one the last line
+    // was cut, perhaps in the middle of a number ("256 10" from "256 101").
+    if !text.ends_with('\n') {
+        let line = text.split('\n').count();
+        return Err(Error::format(
+            name,
+            line,
+            "the file ends in the middle of a line (was it truncated?)".to_string(),
+        ));
+    }
     let mut lines = text.split('\n').enumerate().map(|(i, l)| (i + 1, l));
     let mut next = |what: &str| {
         lines
@@ -283,13 +293,23 @@ mod tests {
             ),
             (
                 "minbpe v1\n\n2\n<|a|> 300",
-                "file ends before all special tokens",
+                ":4: the file ends in the middle of a line (was it truncated?)",
             ),
             (
                 "minbpe v1\n\n0\n97 97\n256 9999\n",
                 ":5: merge 1 = (256, 9999) uses a token",
             ),
             ("minbpe v1\n\n0\n97 x\n", ":4: expected a merge"),
+            (
+                "minbpe v1\n\n0\n97 97\n256 25",
+                ":5: the file ends in the middle",
+            ),
+            (
+                "minbpe v1\n\n0\n97 97\n256 256\n257 257\n258 258\n259 259\n260 260\n\
+                 261 261\n262 262\n263 263\n264 264\n265 265\n266 266\n267 267\n\
+                 268 268\n269 269\n270 270\n271 271\n",
+                ":20: merge 16 = (271, 271) makes a token of 131072 bytes",
+            ),
             (
                 "minbpe v1\n",
                 "file ends before the number of special tokens",

@@ -74,6 +74,14 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
 
 /// Parses a `.tiktoken` file into tokens indexed by rank; ranks must be 0, 1, 2, ... with no gap.
 pub fn parse_tiktoken(text: &str, name: &str) -> Result<Vec<Vec<u8>>> {
+    // tiktoken's files end every line with "\n": without one the last line was cut.
+    if !text.ends_with('\n') {
+        return Err(Error::format(
+            name,
+            text.lines().count(),
+            "the file ends in the middle of a line (was it truncated?)".to_string(),
+        ));
+    }
     let mut by_rank: Vec<Option<Vec<u8>>> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() {
@@ -86,6 +94,13 @@ pub fn parse_tiktoken(text: &str, name: &str) -> Result<Vec<Vec<u8>>> {
             ))
         })?;
         let bytes = base64_decode(tok).ok_or_else(|| bad(format!("bad base64 {tok:?}")))?;
+        if bytes.len() > crate::merges::MAX_TOKEN_BYTES {
+            return Err(bad(format!(
+                "a token of {} bytes, past the limit of {}",
+                bytes.len(),
+                crate::merges::MAX_TOKEN_BYTES
+            )));
+        }
         let rank: usize = rank
             .parse()
             .map_err(|_| bad(format!("bad rank {rank:?}")))?;
@@ -200,7 +215,16 @@ pub fn bytes_to_unicode() -> [char; 256] {
 
 /// GPT-2 from OpenAI's original `encoder.json` (token string -> id) and `vocab.bpe` (merges).
 pub fn gpt2_merges_from_encoder(encoder_json: &str, vocab_bpe: &str) -> Result<Merges> {
-    let (ej, vb) = ("encoder.json", "vocab.bpe");
+    merges_from_encoder_files(encoder_json, "encoder.json", vocab_bpe, "vocab.bpe")
+}
+
+/// [`gpt2_merges_from_encoder`], its errors naming the files `ej` and `vb`.
+fn merges_from_encoder_files(
+    encoder_json: &str,
+    ej: &str,
+    vocab_bpe: &str,
+    vb: &str,
+) -> Result<Merges> {
     let encoder: HashMap<String, u32> = serde_json::from_str(encoder_json)
         .map_err(|e| Error::format(ej, e.line(), format!("not a JSON object of ids: {e}")))?;
     let b2u = bytes_to_unicode();
@@ -290,6 +314,25 @@ pretrained!(
     "GPT-2's tokenizer (`r50k_base`, a.k.a. `gpt2`): encodes and decodes exactly as tiktoken does."
 );
 
+/// The merges of the `.tiktoken` file at `path`, which must hold exactly
+/// `ranks` tokens (the encoding's size, its special tokens aside): a file cut
+/// at a line's end parses, and only its length tells.
+fn read_tiktoken_merges(path: &Path, ranks: usize) -> Result<(Merges, String)> {
+    let name = path.display().to_string();
+    let by_rank = parse_tiktoken(&read(path)?, &name)?;
+    if by_rank.len() != ranks {
+        return Err(Error::format(
+            &name,
+            0,
+            format!(
+                "it holds {} tokens, but this encoding has {ranks} (was it truncated?)",
+                by_rank.len()
+            ),
+        ));
+    }
+    Ok((recover_merges(&by_rank, &name)?, name))
+}
+
 fn build(pattern: &str, merges: Merges, specials: &[(&str, u32)]) -> Result<RegexTokenizer> {
     let mut t = RegexTokenizer::from_parts(pattern, merges)?;
     t.register_special_tokens(specials)?;
@@ -299,15 +342,10 @@ fn build(pattern: &str, merges: Merges, specials: &[(&str, u32)]) -> Result<Rege
 impl Gpt4Tokenizer {
     /// From a `cl100k_base.tiktoken` file.
     pub fn from_tiktoken_file(path: impl AsRef<Path>) -> Result<Gpt4Tokenizer> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let by_rank = parse_tiktoken(&read(path)?, &name)?;
-        let merges = recover_merges(&by_rank, &name)?;
-        Ok(Gpt4Tokenizer(build(
-            GPT4_SPLIT_PATTERN,
-            merges,
-            &GPT4_SPECIAL_TOKENS,
-        )?))
+        let (merges, name) = read_tiktoken_merges(path.as_ref(), 100_256)?;
+        build(GPT4_SPLIT_PATTERN, merges, &GPT4_SPECIAL_TOKENS)
+            .map(Gpt4Tokenizer)
+            .map_err(|e| Error::format(&name, 0, e.to_string()))
     }
 
     /// From `$ZTH_DATA/tokenizers/cl100k_base.tiktoken`.
@@ -319,15 +357,10 @@ impl Gpt4Tokenizer {
 impl Gpt2Tokenizer {
     /// From an `r50k_base.tiktoken` file.
     pub fn from_tiktoken_file(path: impl AsRef<Path>) -> Result<Gpt2Tokenizer> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let by_rank = parse_tiktoken(&read(path)?, &name)?;
-        let merges = recover_merges(&by_rank, &name)?;
-        Ok(Gpt2Tokenizer(build(
-            GPT2_SPLIT_PATTERN,
-            merges,
-            &GPT2_SPECIAL_TOKENS,
-        )?))
+        let (merges, name) = read_tiktoken_merges(path.as_ref(), 50_256)?;
+        build(GPT2_SPLIT_PATTERN, merges, &GPT2_SPECIAL_TOKENS)
+            .map(Gpt2Tokenizer)
+            .map_err(|e| Error::format(&name, 0, e.to_string()))
     }
 
     /// From OpenAI's original `encoder.json` and `vocab.bpe`.
@@ -335,8 +368,13 @@ impl Gpt2Tokenizer {
         encoder_json: impl AsRef<Path>,
         vocab_bpe: impl AsRef<Path>,
     ) -> Result<Gpt2Tokenizer> {
-        let merges =
-            gpt2_merges_from_encoder(&read(encoder_json.as_ref())?, &read(vocab_bpe.as_ref())?)?;
+        let (ej, vb) = (encoder_json.as_ref(), vocab_bpe.as_ref());
+        let merges = merges_from_encoder_files(
+            &read(ej)?,
+            &ej.display().to_string(),
+            &read(vb)?,
+            &vb.display().to_string(),
+        )?;
         Ok(Gpt2Tokenizer(build(
             GPT2_SPLIT_PATTERN,
             merges,

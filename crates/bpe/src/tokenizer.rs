@@ -350,8 +350,13 @@ impl RegexTokenizer {
     /// Loads a `.model` file written by [`RegexTokenizer::save`] or minbpe's Python. The
     /// pattern comes from the file (an empty one means no split).
     pub fn load(path: impl AsRef<Path>) -> Result<RegexTokenizer> {
-        let m = model_file::load(path.as_ref())?;
-        RegexTokenizer::from_model_file(m)
+        let path = path.as_ref();
+        let m = model_file::load(path)?;
+        // A pattern that does not compile or a special token's id clash: name the file.
+        RegexTokenizer::from_model_file(m).map_err(|e| match e {
+            Error::Regex(msg) | Error::Invalid(msg) => Error::format(path.display(), 0, msg),
+            other => other,
+        })
     }
 
     /// A tokenizer from a parsed model file.

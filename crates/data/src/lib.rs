@@ -98,6 +98,12 @@ impl DataDir {
             name: name.to_string(),
         })?;
         let path = self.path.join(file.name);
+        if path.exists() && !path.is_file() {
+            return Err(DataError::Io {
+                path,
+                source: std::io::Error::other("it is not a regular file (a folder?)"),
+            });
+        }
         if !path.is_file() {
             return Err(DataError::Missing {
                 file,

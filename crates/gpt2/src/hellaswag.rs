@@ -69,6 +69,9 @@ pub fn read_examples(path: &Path) -> Result<Vec<Example>, String> {
             label,
         });
     }
+    if examples.is_empty() {
+        return Err(format!("{}: holds no examples", path.display()));
+    }
     Ok(examples)
 }
 

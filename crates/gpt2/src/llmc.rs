@@ -184,6 +184,13 @@ pub fn read_model(path: &Path) -> Result<(Gpt, Params), String> {
             header[k]
         )));
     }
+    // llm.c's writers start from `torch.zeros(256)`: the words after the eighth are 0.
+    if let Some(k) = (8..256).find(|&k| header[k] != 0) {
+        return Err(err(format!(
+            "header word {k} is {}, where llm.c writes 0 (damaged?)",
+            header[k]
+        )));
+    }
     let [t, v, l, nh, c, vp] = [2, 3, 4, 5, 6, 7].map(|k| header[k] as usize);
     if vp < v || c % nh != 0 {
         return Err(err(format!(
@@ -241,10 +248,11 @@ pub fn read_model(path: &Path) -> Result<(Gpt, Params), String> {
                 Dtype::Bf16 => bf16_to_f32(u16::from_le_bytes([buf[0], buf[1]])),
             });
         }
-        values.truncate(shape.iter().product());
+        // Checked before wte's padding rows (V..Vp) are dropped, so damage there shows too.
         if let Some(bad) = values.iter().find(|x| !x.is_finite()) {
             return Err(err(format!("{} holds {bad}", params.get(id).name)));
         }
+        values.truncate(shape.iter().product());
         params.get_mut(id).value = Tensor::from_vec(values, &shape);
     }
     Ok((model, params))
@@ -273,6 +281,13 @@ pub fn read_tokenizer(path: &Path) -> Result<(Vec<Vec<u8>>, Option<u32>), String
         2 => Some(word(3) as u32),
         v => return Err(err(format!("tokenizer version {v}: only 1 and 2 exist"))),
     };
+    let reserved = if eot.is_some() { 4 } else { 3 };
+    if let Some(k) = (reserved..256).find(|&k| word(k) != 0) {
+        return Err(err(format!(
+            "header word {k} is {}, where llm.c writes 0 (damaged?)",
+            word(k)
+        )));
+    }
     let n = word(2);
     // Each token takes at least two bytes (its length and one byte).
     if n <= 0 || n as usize > (bytes.len() - HEADER_BYTES as usize) / 2 {

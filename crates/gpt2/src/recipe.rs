@@ -148,6 +148,22 @@ impl Tokens {
         }
     }
 
+    /// [`Tokens::open`], checking that every token is below `vocab_size`: a
+    /// damaged shard's token past the embedding table is an error naming
+    /// the shard, not a panic deep in the model.
+    pub fn open_for(&self, vocab_size: usize) -> Result<Vec<TokenShard>, String> {
+        let shards = self.open()?;
+        for shard in &shards {
+            if let Some((i, token)) = shard.first_token_from(vocab_size) {
+                return Err(format!(
+                    "{}: token {i} is {token}, past the model's vocabulary of {vocab_size}",
+                    shard.name()
+                ));
+            }
+        }
+        Ok(shards)
+    }
+
     /// What the split is, for checkpoints: each shard's name and length.
     pub fn describe(&self) -> Result<String, String> {
         Ok(self
@@ -268,7 +284,7 @@ impl Trainer {
     pub fn val_loss(&self, split: &Split) -> Result<f32, String> {
         let (b, t) = (self.config.b, self.config.t);
         let (rank, world) = (self.ddp.rank(), self.ddp.world_size());
-        let shards = split.val.open()?;
+        let shards = split.val.open_for(self.config.model.vocab_size)?;
         let whole = (shards[0].len().max(1) - 1) / (b * t);
         if whole == 0 {
             return Err(format!(
@@ -305,7 +321,12 @@ pub fn train_loader(
     ddp: &dyn Collective,
 ) -> Result<DataLoader, String> {
     let ranks = (ddp.rank(), ddp.world_size());
-    DataLoader::new(split.train.open()?, (config.b, config.t), ranks, None)
+    DataLoader::new(
+        split.train.open_for(config.model.vocab_size)?,
+        (config.b, config.t),
+        ranks,
+        None,
+    )
 }
 
 /// One evaluation of the val loss.
@@ -570,7 +591,7 @@ pub fn model_val_loss(
 /// first val shard at most, in windows of the model's context (1,024 at most).
 pub fn pretrained_val_loss(dir: &Path, split: &Split) -> Result<f64, String> {
     let (model, params) = crate::hf::from_pretrained(dir)?;
-    let first = &split.val.open()?[0];
+    let first = &split.val.open_for(model.config.vocab_size)?[0];
     let val: Vec<u16> = first
         .read(0, first.len().min(100_000))
         .into_iter()

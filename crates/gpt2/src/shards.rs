@@ -109,6 +109,19 @@ fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
         .ok_or("the .npy header runs past the end of the file")?;
     let header = std::str::from_utf8(&bytes[header_start..offset])
         .map_err(|_| "the .npy header is not text")?;
+    // NumPy pads the dict with spaces and ends it with a newline: anything
+    // else there is damage.
+    let dict_end = header.rfind('}').map_or(0, |i| i + 1);
+    if !header.ends_with('\n')
+        || !header[dict_end..header.len() - 1]
+            .trim_start_matches(' ')
+            .is_empty()
+    {
+        return Err(format!(
+            "the .npy header is damaged: after its dict comes {:?}, not spaces and a newline",
+            &header[dict_end..]
+        ));
+    }
     let compact: String = header.chars().filter(|c| !c.is_whitespace()).collect();
     if !(compact.contains("'descr':'<u2'") || compact.contains("'descr':'|u2'")) {
         return Err(format!(
@@ -165,6 +178,13 @@ fn llmc_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
         ));
     }
     let n = usize::try_from(word(2)).map_err(|_| format!("negative token count {}", word(2)))?;
+    // llm.c's writer starts from `np.zeros(256)`: the words after the third are 0.
+    if let Some(k) = (3..256).find(|&k| word(k) != 0) {
+        return Err(format!(
+            "header word {k} is {}, where llm.c writes 0 (damaged?)",
+            word(k)
+        ));
+    }
     let data = bytes.len() - LLMC_HEADER_BYTES;
     if n * 2 != data {
         return Err(format!(
@@ -260,6 +280,23 @@ impl TokenShard {
                 .map(|&t| t as usize)
                 .collect(),
         }
+    }
+
+    /// The first token at or above `limit`, with its index, if any.
+    pub fn first_token_from(&self, limit: usize) -> Option<(usize, usize)> {
+        let found = match &self.source {
+            Source::Mapped { map, offset, len } => map[*offset..offset + 2 * len]
+                .chunks_exact(2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+                .enumerate()
+                .find(|&(_, t)| t >= limit),
+            Source::Memory(tokens) => tokens
+                .iter()
+                .map(|&t| t as usize)
+                .enumerate()
+                .find(|&(_, t)| t >= limit),
+        };
+        found
     }
 
     /// Every token, for shuffling documents.
@@ -424,11 +461,15 @@ impl DataLoader {
         self.order = self.epoch_order(state.epoch);
         self.load_shard();
         let len = self.current().len();
-        if state.current_position + self.b * self.t + 1 > len {
+        if state
+            .current_position
+            .checked_add(self.b * self.t + 1)
+            .is_none_or(|end| end > len)
+        {
             let err = format!(
                 "the saved loader reads {}..{} of {}, which holds {len} tokens",
                 state.current_position,
-                state.current_position + self.b * self.t + 1,
+                state.current_position.saturating_add(self.b * self.t + 1),
                 self.current().name()
             );
             (self.state, self.order, self.shuffled) = saved;

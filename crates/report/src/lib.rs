@@ -38,7 +38,8 @@ mod target;
 pub use atomic::write_atomic;
 pub use progress::Progress;
 pub use run::{
-    utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport, SCHEMA_VERSION,
+    loss_csv, utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport,
+    SCHEMA_VERSION,
 };
 pub use target::{Kind, Target};
 

@@ -490,8 +490,16 @@ fn wide_range(series: &[svg::Series]) -> bool {
 
 /// Reads `loss.csv` as [`crate::Run`] writes it.
 pub fn read_loss_csv(path: &Path) -> Result<Vec<LossRow>, String> {
-    let mut reader = csv::Reader::from_path(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    // The writer ends every row with a newline: without one, the last row was
+    // cut, perhaps inside a number ("3." from "3.25").
+    if !bytes.ends_with(b"\n") {
+        return Err(format!(
+            "{}: not a loss.csv: it ends in the middle of a row (was it truncated?)",
+            path.display()
+        ));
+    }
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
     reader
         .deserialize()
         .collect::<Result<Vec<LossRow>, _>>()

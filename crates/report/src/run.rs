@@ -49,6 +49,7 @@ pub struct LossRow {
 
 /// One stage as written to `report.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StageReport {
     /// The stage's name, e.g. "mlp" or "counting".
     pub name: String,
@@ -72,6 +73,7 @@ pub struct StageReport {
 
 /// The whole `report.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunReport {
     /// Always [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -460,7 +462,8 @@ fn utc_from_unix(secs: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
-fn loss_csv(rows: &[&LossRow]) -> std::io::Result<Vec<u8>> {
+/// The bytes of `loss.csv` for `rows`: a header line, then one line a row.
+pub fn loss_csv(rows: &[&LossRow]) -> std::io::Result<Vec<u8>> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(["step", "stage", "train", "val", "lr"])?;
     let opt = |x: Option<f64>| x.map(|v| v.to_string()).unwrap_or_default();

@@ -21,6 +21,7 @@ pub enum Kind {
 
 /// One expected value with its measurement.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Target {
     /// What is measured, e.g. "val loss".
     pub name: String,
