@@ -44,6 +44,11 @@ pub struct LectureArgs {
     /// Resume each stage from its checkpoint in --out, if there is one.
     #[arg(long)]
     pub resume: bool,
+    /// Write the checkpoint every N iterations (default: at every evaluation;
+    /// `full`, every 50). Not part of the configuration, so a run may resume
+    /// with another value.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub checkpoint_every: Option<u64>,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }

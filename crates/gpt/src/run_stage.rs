@@ -135,10 +135,10 @@ pub fn run_stage(
         }
     }
     // A `full` step takes about 24 s here: checkpoint every 50 steps, not every 500.
-    let checkpoint_every = if stage == Stage::Full {
-        50
-    } else {
-        cfg.train.eval_interval
+    let checkpoint_every = match args.checkpoint_every {
+        Some(n) => n as usize,
+        None if stage == Stage::Full => 50,
+        None => cfg.train.eval_interval,
     };
     let trained = gpt::train(&mut trainer, data, s, &ckpt_path, checkpoint_every)?;
     s.set_steps(trained.steps);
