@@ -15,12 +15,20 @@ struct Node {
     requires_grad: bool,
     retain_grad: bool,
     param: Option<ParamId>,
+    /// For an op's output: the op's number on this graph.
+    op: Option<usize>,
 }
 
 /// The record of one forward pass. Build a new one for every training step.
 pub struct Graph {
     nodes: RefCell<Vec<Node>>,
     recording: Cell<bool>,
+    /// With `ZTH_INJECT_NAN=activation:…` on this graph: the op whose output gets a NaN.
+    poisoned_op: Cell<Option<usize>>,
+    /// With `ZTH_INJECT_NAN=weight:…` on this graph: the parameter that turns NaN after backward.
+    poisoned_param: Option<&'static str>,
+    /// Ops recorded so far, for `poisoned_op`.
+    ops: Cell<usize>,
 }
 
 /// A tensor on a [`Graph`]: a cheap, copyable handle (a node id and the graph).
@@ -39,17 +47,35 @@ impl Default for Graph {
 impl Graph {
     /// An empty graph that records operations for backward.
     pub fn new() -> Graph {
+        use crate::faults::{injection, next_graph, Injection};
+        let (mut poisoned_op, mut poisoned_param) = (None, None);
+        match injection() {
+            Some(Injection::Activation { graph, op }) if next_graph() == *graph => {
+                poisoned_op = Some(*op)
+            }
+            Some(Injection::Weight { graph, name }) if next_graph() == *graph => {
+                poisoned_param = Some(name.as_str())
+            }
+            _ => {}
+        }
         Graph {
             nodes: RefCell::new(Vec::new()),
             recording: Cell::new(true),
+            poisoned_op: Cell::new(poisoned_op),
+            poisoned_param,
+            ops: Cell::new(0),
         }
     }
 
     /// A graph that records nothing (`torch.no_grad()`): for evaluation and sampling.
     pub fn no_grad() -> Graph {
-        let graph = Graph::new();
-        graph.recording.set(false);
-        graph
+        Graph {
+            nodes: RefCell::new(Vec::new()),
+            recording: Cell::new(false),
+            poisoned_op: Cell::new(None),
+            poisoned_param: None,
+            ops: Cell::new(0),
+        }
     }
 
     /// Whether this graph records backward rules.
@@ -65,6 +91,41 @@ impl Graph {
     /// Whether the graph has no nodes.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The first tensor on the tape, in recording order, that holds a NaN (or,
+    /// if none does, an infinity: a causal mask's `-inf` is not a fault): a
+    /// parameter by name, an activation by its op's number and the layer whose
+    /// weight was attached just before it.
+    pub fn first_non_finite(&self, params: &Params) -> Option<String> {
+        let nodes = self.nodes.borrow();
+        let find = |bad: fn(&f32) -> bool| {
+            let mut last_param = None;
+            for node in nodes.iter() {
+                if let Some(p) = node.param {
+                    last_param = Some(p);
+                }
+                let Some(value) = node.value.to_vec().into_iter().find(bad) else {
+                    continue;
+                };
+                return Some(match (node.param, node.op) {
+                    (Some(p), _) => format!("parameter {} holds {value}", params.get(p).name),
+                    (None, None) => {
+                        format!("an input (shape {:?}) holds {value}", node.value.shape())
+                    }
+                    (None, Some(op)) => format!(
+                        "the output of op {op} (shape {:?}{}) holds {value}",
+                        node.value.shape(),
+                        last_param.map_or(String::new(), |p| format!(
+                            ", computed after {} was attached",
+                            params.get(p).name
+                        ))
+                    ),
+                });
+            }
+            None
+        };
+        find(|v| v.is_nan()).or_else(|| find(|v| v.is_infinite()))
     }
 
     fn push(&self, node: Node) -> Var<'_> {
@@ -85,6 +146,7 @@ impl Graph {
             requires_grad: false,
             retain_grad: false,
             param: None,
+            op: None,
         })
     }
 
@@ -98,6 +160,7 @@ impl Graph {
             requires_grad: recording,
             retain_grad: recording,
             param: None,
+            op: None,
         })
     }
 
@@ -111,6 +174,7 @@ impl Graph {
             requires_grad: recording,
             retain_grad: recording,
             param: Some(id),
+            op: None,
         })
     }
 
@@ -122,12 +186,23 @@ impl Graph {
         inputs: &[Var<'_>],
         backward: impl Fn(&Tensor) -> Vec<Tensor> + 'static,
     ) -> Var<'_> {
+        let op = self.ops.replace(self.ops.get() + 1);
+        let value = match self.poisoned_op.get() {
+            Some(k) if k == op => {
+                let mut values = value.to_vec();
+                values[0] = f32::NAN;
+                Tensor::from_vec(values, value.shape())
+            }
+            _ => value,
+        };
         let requires_grad = self.is_recording() && {
             let nodes = self.nodes.borrow();
             inputs.iter().any(|v| nodes[v.id].requires_grad)
         };
         if !requires_grad {
-            return self.constant(value);
+            let out = self.constant(value);
+            self.nodes.borrow_mut()[out.id].op = Some(op);
+            return out;
         }
         self.push(Node {
             value,
@@ -136,6 +211,7 @@ impl Graph {
             requires_grad: true,
             retain_grad: false,
             param: None,
+            op: Some(op),
         })
     }
 }
@@ -177,9 +253,20 @@ impl<'g> Var<'g> {
     /// the parameters' gradients into their `p.grad` (after `params.zero_grad()`,
     /// that is the step's gradient). Returns every gradient, for the lectures
     /// that also look at intermediate ones (`retain_grad`).
+    ///
+    /// A loss that is NaN or infinite leaves, for [`crate::faults::take_non_finite`],
+    /// the first tensor on the tape that holds one.
     pub fn backward_into(&self, params: &mut Params) -> Grads {
+        if self.value().to_vec().iter().any(|v| !v.is_finite()) {
+            if let Some(found) = self.graph.first_non_finite(params) {
+                crate::faults::set_non_finite(found);
+            }
+        }
         let grads = self.backward();
         params.accumulate(&grads);
+        if let Some(name) = self.graph.poisoned_param {
+            crate::faults::poison_param(params, name);
+        }
         grads
     }
 

@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod cmp;
+pub mod faults;
 mod graph;
 mod module;
 mod ops;

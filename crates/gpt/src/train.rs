@@ -133,6 +133,15 @@ pub struct Trained {
     pub ms_per_step: f64,
 }
 
+/// A non-finite loss's error (which names the step), with the tensor on the
+/// tape where the NaN or infinity first appeared.
+fn naming_the_tensor(error: String) -> String {
+    match autograd::faults::take_non_finite() {
+        Some(tensor) => format!("{error}; the first non-finite tensor: {tensor}"),
+        None => error,
+    }
+}
+
 // ANCHOR: train
 /// The script's loop, from the trainer's iteration to `max_iters`: evaluate on
 /// schedule, get a batch, step. nanoGPT's loop fetches the next batch before
@@ -185,9 +194,12 @@ pub fn train(
         let started = Instant::now();
         let loss = trainer.step(&x, &y);
         train_seconds += started.elapsed().as_secs_f64();
-        stage.observe(it, loss, cfg.lr_at(it))?;
+        stage
+            .observe(it, loss, cfg.lr_at(it))
+            .map_err(naming_the_tensor)?;
         if it + 1 == cfg.max_iters || (it + 1).is_multiple_of(checkpoint_every) {
-            checkpoint::save(checkpoint_path, trainer, &data.vocab)?;
+            checkpoint::save(checkpoint_path, trainer, &data.vocab)
+                .map_err(|e| format!("iteration {it}: {e}"))?;
         }
         if cfg.nanogpt_loop {
             prefetched = Some(trainer.get_batch(data, Split::Train));
