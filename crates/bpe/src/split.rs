@@ -49,6 +49,15 @@ pub struct Splitter {
     engine: Engine,
 }
 
+/// The error for text at `at` that the split pattern does not match.
+fn uncovered(text: &str, at: usize) -> Error {
+    let rest: String = text[at..].chars().take(12).collect();
+    Error::Regex(format!(
+        "the split pattern matches nothing at {rest:?}: encoding it would drop that text \
+         (minbpe's findall would), so it is refused"
+    ))
+}
+
 impl Splitter {
     /// Compiles `pattern`; the empty pattern means "do not split". GPT-2's and GPT-4's patterns
     /// get the fast engine, anything else runs on `fancy-regex`.
@@ -115,9 +124,19 @@ impl Splitter {
                     split_fast(re, cache, *newline_branch, valid, &mut emit)
                 }
                 Engine::Fancy(re) => {
+                    // minbpe's `re.findall` drops what no match covers; a pattern
+                    // edited into one that skips text would then lose it silently.
+                    let mut covered = 0;
                     for m in re.find_iter(valid) {
                         let m = m.map_err(|e| Error::Regex(e.to_string()))?;
+                        if m.start() != covered {
+                            return Err(uncovered(valid, covered));
+                        }
+                        covered = m.end();
                         emit(m.as_str().as_bytes());
+                    }
+                    if covered != valid.len() {
+                        return Err(uncovered(valid, covered));
                     }
                 }
                 Engine::Whole => unreachable!(),
@@ -177,6 +196,17 @@ fn split_fast<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_the_pattern_does_not_match_is_refused_not_dropped() {
+        // minbpe's findall would give ["ab", "cd"] and lose " 12 ".
+        let sp = Splitter::new("[a-z]+").unwrap();
+        let err = sp.chunks(b"ab 12 cd").unwrap_err().to_string();
+        assert!(err.contains("matches nothing at \" 12 cd\""), "{err}");
+        let err = sp.chunks(b"ab!").unwrap_err().to_string();
+        assert!(err.contains("matches nothing at \"!\""), "{err}");
+        assert_eq!(strs(&sp, "ab"), ["ab"]);
+    }
 
     fn strs(sp: &Splitter, text: &str) -> Vec<String> {
         sp.chunks(text.as_bytes())
