@@ -8,6 +8,8 @@
 //! cargo xtask bench [--crate C]        criterion benches, plus PyTorch references if found
 //! cargo xtask pages [--check]          refresh (or check) the code quoted in lectures/*.md
 //! cargo xtask report [--check]         rebuild runs/index.html (and check it in Chromium)
+//! cargo xtask faults [--ci]            the fault pass: bad files, NaNs, determinism, kills, fuzzing
+//! cargo xtask fuzz TARGET [--time S]   one fuzz target (nightly Rust and cargo-fuzz)
 //! ```
 //!
 //! The alias in `.cargo/config.toml` builds this crate in debug, which is fine
@@ -15,6 +17,8 @@
 
 mod bench;
 mod data;
+mod faults;
+mod fuzz;
 mod hub;
 mod lecture;
 mod list;
@@ -57,6 +61,10 @@ enum Task {
     Pages(pages::Args),
     /// Rebuild runs/index.html from runs/ (and --check it in headless Chromium).
     Report(report::Args),
+    /// The fault pass: bad files, NaN injection, determinism, kills, fuzzing.
+    Faults(faults::Args),
+    /// Run one fuzz target (needs nightly Rust and cargo-fuzz).
+    Fuzz(fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +77,8 @@ fn main() -> ExitCode {
         Task::Bench(args) => bench::run(args),
         Task::Pages(args) => pages::run(args),
         Task::Report(args) => report::run(args),
+        Task::Faults(args) => faults::run(args),
+        Task::Fuzz(args) => fuzz::run(args),
     };
     match result {
         Ok(code) => code,

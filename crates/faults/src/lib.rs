@@ -1,12 +1,21 @@
-//! The fault pass (issue 19): every loader in the workspace, fed files damaged
-//! in every way a learner's disk can damage them, must refuse them with an
-//! error naming the file and never panic or accept them silently.
+//! The fault pass (issue 19), which backs the promise every lecture makes: a
+//! clear error naming the file, never a panic, no silent wrong answer, no
+//! half-written file, and the same numbers from the same seed.
 //!
-//! [`corpus`] makes the bad files from valid ones (truncated at many offsets,
-//! bit-flipped, a header that claims more data than there is, the wrong
-//! dtype or shape, empty, a folder, a dangling link, a link loop) and counts
-//! what each loader did with them. `cargo xtask faults` prints the table; the
-//! test `tests/corpus.rs` asserts its zeros.
+//! - [`corpus`] and [`loaders`]: every loader in the workspace fed files
+//!   damaged in every way a learner's disk can damage them (truncated at many
+//!   offsets, bit-flipped, a header that claims more data than there is, the
+//!   wrong dtype or shape, empty, a folder, a dangling link, a link loop),
+//!   with what each did counted; the test `tests/corpus.rs` asserts the zeros;
+//! - [`kills`]: lecture 7's `cpu` stage killed with SIGKILL and resumed, again
+//!   and again, checking every file after each kill and the end bit for bit;
+//! - [`nan`]: NaNs planted in a run (`ZTH_INJECT_NAN`, `autograd::faults`);
+//! - [`determinism`]: every lecture's quick run twice, and on one thread;
+//! - [`fuzzing`]: what the cargo-fuzz targets in `fuzz/` run, on stable Rust,
+//!   so that `tests/fuzz_corpora.rs` replays their corpora in CI.
+//!
+//! `cargo xtask faults` runs all of it through the `faults` binary and prints
+//! the figures; `--ci` is the subset CI runs.
 //!
 //! What "silent" means depends on the format:
 //! - the project's own checkpoints store a SHA-256 of their contents, and the
@@ -22,7 +31,11 @@
 //!   format's writer makes of what was read; anything else is silent.
 
 pub mod corpus;
+pub mod determinism;
+pub mod fuzzing;
+pub mod kills;
 pub mod loaders;
+pub mod nan;
 
 use corpus::Tally;
 use std::path::Path;

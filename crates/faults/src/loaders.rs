@@ -78,7 +78,8 @@ fn safetensors_special(bytes: &[u8], shape: (&str, &str)) -> Vec<(String, Vec<u8
     ]
 }
 
-fn gpt_checkpoint() -> Result<Loader, String> {
+/// Lecture 7's bigram checkpoint after one step, so that it holds AdamW's moments.
+pub fn bigram_checkpoint() -> Result<Vec<u8>, String> {
     use gpt::{Config, Stage, Trainer};
     let mut trainer = Trainer::new(Config::for_stage(Stage::Bigram));
     // One step, so that the checkpoint holds AdamW's moments too.
@@ -89,7 +90,11 @@ fn gpt_checkpoint() -> Result<Loader, String> {
         .chars()
         .collect();
     let vocab = gpt::CharVocab::from_chars(chars);
-    let valid = gpt::checkpoint::to_safetensors(&trainer, &vocab)?;
+    gpt::checkpoint::to_safetensors(&trainer, &vocab)
+}
+
+fn gpt_checkpoint() -> Result<Loader, String> {
+    let valid = bigram_checkpoint()?;
     Ok(Loader {
         name: "GPT checkpoint (lecture 7)",
         file_name: "bigram.safetensors".into(),
