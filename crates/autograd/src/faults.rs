@@ -7,9 +7,10 @@
 //! hands that description to the training loop, which stops naming the step.
 //!
 //! `ZTH_INJECT_NAN` plants such a fault, so that the diagnosis can be tested
-//! on a real run. It is read once per process, and is off when unset:
+//! on a real run. It is read once per process, and is off when unset. Graphs
+//! are counted per thread (the training loop's):
 //! - `activation:S:K`: a NaN in the output of op `K` (0-based) of the `S`-th
-//!   recorded graph of the process (its `S`-th training step, from 0);
+//!   recorded graph (a fresh run's `S`-th training step, from 0);
 //! - `weight:S:NAME`: a NaN in the first element of parameter `NAME` once the
 //!   backward pass of the `S`-th recorded graph has run: the update keeps it,
 //!   and the next step's loss is NaN.

@@ -93,8 +93,10 @@ impl Graph {
         self.len() == 0
     }
 
-    /// The first tensor on the tape, in recording order, that holds a NaN (or,
-    /// if none does, an infinity: a causal mask's `-inf` is not a fault): a
+    /// The first tensor on the tape, in recording order, that holds a NaN; if
+    /// none does, the first `+inf`, then the first `-inf` (a causal mask's
+    /// `-inf` is no fault, so an overflow to `-inf` in attention may be named
+    /// as the mask): a
     /// parameter by name, an activation by its op's number and the layer whose
     /// weight was attached just before it.
     pub fn first_non_finite(&self, params: &Params) -> Option<String> {
@@ -125,7 +127,9 @@ impl Graph {
             }
             None
         };
-        find(|v| v.is_nan()).or_else(|| find(|v| v.is_infinite()))
+        find(|v| v.is_nan())
+            .or_else(|| find(|v| *v == f32::INFINITY))
+            .or_else(|| find(|v| *v == f32::NEG_INFINITY))
     }
 
     fn push(&self, node: Node) -> Var<'_> {

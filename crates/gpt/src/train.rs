@@ -135,7 +135,7 @@ pub struct Trained {
 
 /// A non-finite loss's error (which names the step), with the tensor on the
 /// tape where the NaN or infinity first appeared.
-fn naming_the_tensor(error: String) -> String {
+pub fn naming_the_tensor(error: String) -> String {
     match autograd::faults::take_non_finite() {
         Some(tensor) => format!("{error}; the first non-finite tensor: {tensor}"),
         None => error,

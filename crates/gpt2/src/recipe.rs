@@ -152,7 +152,12 @@ impl Tokens {
     /// damaged shard's token past the embedding table is an error naming
     /// the shard, not a panic deep in the model.
     pub fn open_for(&self, vocab_size: usize) -> Result<Vec<TokenShard>, String> {
-        let shards = self.open()?;
+        Tokens::check_vocab(self.open()?, vocab_size)
+    }
+
+    /// `shards`, if every token is below `vocab_size`; it reads them all
+    /// (about 1 s for a billion tokens in the page cache).
+    fn check_vocab(shards: Vec<TokenShard>, vocab_size: usize) -> Result<Vec<TokenShard>, String> {
         for shard in &shards {
             if let Some((i, token)) = shard.first_token_from(vocab_size) {
                 return Err(format!(
@@ -284,7 +289,10 @@ impl Trainer {
     pub fn val_loss(&self, split: &Split) -> Result<f32, String> {
         let (b, t) = (self.config.b, self.config.t);
         let (rank, world) = (self.ddp.rank(), self.ddp.world_size());
-        let shards = split.val.open_for(self.config.model.vocab_size)?;
+        let mut shards = split.val.open()?;
+        // Only the first val shard is read: check its tokens, not every shard's.
+        shards.truncate(1);
+        let shards = Tokens::check_vocab(shards, self.config.model.vocab_size)?;
         let whole = (shards[0].len().max(1) - 1) / (b * t);
         if whole == 0 {
             return Err(format!(
@@ -477,7 +485,10 @@ pub fn train(
         );
         let dt = started.elapsed().as_secs_f64();
         train_seconds += dt;
-        report.observe(step, loss, lr)?; // stops on NaN or inf, naming the step
+        // Stops on NaN or inf, naming the step and the tensor it started in.
+        report
+            .observe(step, loss, lr)
+            .map_err(gpt::train::naming_the_tensor)?;
         trainer.step = step + 1;
         losses.push(loss);
         since_eval.push(loss as f64);

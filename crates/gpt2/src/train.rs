@@ -339,7 +339,9 @@ pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<
                 norm: None,
             }
         };
-        report.observe(step, log.loss, log.lr)?;
+        report
+            .observe(step, log.loss, log.lr)
+            .map_err(gpt::train::naming_the_tensor)?;
         logs.push(log);
     }
     report.finish_training();
