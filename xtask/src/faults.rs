@@ -4,10 +4,10 @@
 //! `faults all`: every loader against its corpus of bad files, NaNs planted
 //! in a run of lecture 7, every lecture's `--quick` run twice and on one
 //! thread, and lecture 7's `cpu` stage killed 100 times and resumed. Then
-//! each fuzz target for 1,000,000 inputs (`cargo xtask fuzz`). About 25
-//! minutes on two cores.
+//! each fuzz target for 1,000,000 inputs (`cargo xtask fuzz`): 27
+//! minutes on two cores, measured.
 //!
-//! `--ci` is CI's subset, under 3 minutes: the corpus, the NaNs, the lectures
+//! `--ci` is CI's subset, 2.5 minutes: the corpus, the NaNs, the lectures
 //! that take seconds, 10 kills, and each fuzz target's committed corpus
 //! replayed on stable Rust (no libFuzzer).
 
@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// CI's subset (under 3 minutes, no nightly toolchain).
+    /// CI's subset (2.5 minutes, no nightly toolchain).
     #[arg(long)]
     ci: bool,
     /// Inputs per fuzz target in the full pass.

@@ -3,8 +3,13 @@
 //! again and again. After every kill each file in the run's folder must be
 //! whole, and a chain of killed and resumed runs must end exactly where an
 //! uninterrupted run ends: the same final checkpoint (its SHA-256 covers the
-//! weights, AdamW's moments, the iteration and the generator) and the same
-//! evaluations in `loss.csv`.
+//! weights, AdamW's moments, the iteration and the generator, so every step
+//! before it took the same path) and the same evaluation at step 200 in
+//! `loss.csv` (a resumed run's `loss.csv` holds only its own evaluations).
+//!
+//! A kill during a write leaves the writer's temporary file
+//! (`.cpu.safetensors.tmp-PID`); nothing removes those, so the harness counts
+//! them ("during a write") and deletes them.
 //!
 //! A quarter of the kills wait for a checkpoint's temporary file to appear
 //! and kill while it is being written; once a chain has its last checkpoint,
@@ -157,15 +162,15 @@ fn checkpoint_iter(dir: &Path) -> usize {
 pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills, String> {
     let _ = std::fs::remove_dir_all(scratch);
     std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let log = scratch.join("run.log");
+    let log = |n: usize| scratch.join(format!("run-{n}.log"));
     let reference_dir = scratch.join("uninterrupted");
-    let status = spawn(gpt, &reference_dir, false, &log)?
+    let status = spawn(gpt, &reference_dir, false, &log(0))?
         .wait()
         .map_err(|e| e.to_string())?;
     if !status.success() {
         return Err(format!(
             "the uninterrupted run failed ({status}); see {}",
-            log.display()
+            log(0).display()
         ));
     }
     let (want_digest, want_rows) = outcome(&reference_dir)?;
@@ -192,7 +197,10 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
         }
         let _ = std::fs::remove_dir_all(&chain);
     };
-    while done.kills < count {
+    let mut runs = 0;
+    // A resumed run that keeps failing makes no kills: stop after a few.
+    while done.kills < count && done.failures.len() < 5 {
+        runs += 1;
         let at_last_checkpoint = checkpoint_iter(&chain) == 200;
         let mode = rng.next() % 4;
         let delay = Duration::from_millis(rng.next() % 8000);
@@ -201,7 +209,7 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
             1 if at_last_checkpoint => Some(|n| is_temporary(n) && !n.contains("safetensors")),
             _ => None,
         };
-        let mut child = spawn(gpt, &chain, true, &log)?;
+        let mut child = spawn(gpt, &chain, true, &log(runs))?;
         let started = Instant::now();
         let finished = loop {
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -226,7 +234,7 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
             Some(status) => {
                 done.failures.push(format!(
                     "a resumed run failed ({status}); see {}",
-                    log.display()
+                    log(runs).display()
                 ));
                 let _ = std::fs::remove_dir_all(&chain);
             }
@@ -245,7 +253,7 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
         }
     }
     // The last chain runs to its end.
-    let status = spawn(gpt, &chain, true, &log)?
+    let status = spawn(gpt, &chain, true, &log(runs + 1))?
         .wait()
         .map_err(|e| e.to_string())?;
     if status.success() {

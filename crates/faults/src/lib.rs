@@ -2,7 +2,8 @@
 //! clear error naming the file, never a panic, no silent wrong answer, no
 //! half-written file, and the same numbers from the same seed.
 //!
-//! - [`corpus`] and [`loaders`]: every loader in the workspace fed files
+//! - [`corpus`] and [`loaders`]: the loaders of the files a learner hands
+//!   the programs (fourteen, listed in [`loaders`]) fed files
 //!   damaged in every way a learner's disk can damage them (truncated at many
 //!   offsets, bit-flipped, a header that claims more data than there is, the
 //!   wrong dtype or shape, empty, a folder, a dangling link, a link loop),

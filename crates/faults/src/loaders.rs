@@ -1,7 +1,10 @@
-//! Every loader of the workspace, each with a valid file to damage: the
-//! datasets, the GPT checkpoints of lectures 7 and 9, OpenAI's weights in
-//! safetensors, llm.c's model and tokenizer files, token shards, the
-//! tokenizer files of lecture 8, and the run reports.
+//! The loaders the corpus damages, each with a valid file: the datasets, the
+//! GPT checkpoints of lectures 7 and 9, OpenAI's weights in safetensors,
+//! llm.c's model and tokenizer files, token shards, the tokenizer files of
+//! lecture 8, and the run reports. Not here: HellaSwag's `.jsonl` (a free
+//! text format, with its own tests in `gpt2`), Hugging Face's `config.json`
+//! (only ever beside the weights, undamaged) and `cl100k_base.tiktoken`
+//! (the same parser as `r50k_base`).
 
 use crate::corpus::{header_edit, safetensors_claiming_more, safetensors_data};
 use crate::corpus::{Loaded, Loader, Protection};

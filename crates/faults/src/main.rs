@@ -44,7 +44,8 @@ enum Task {
     Seeds,
     /// Replay every fuzz corpus and regression input through its target.
     Replay,
-    /// All of the above; --ci is the subset CI runs (10 kills, the fast lectures).
+    /// The corpus, the NaNs, determinism and kills (`cargo xtask faults` adds the
+    /// replay and fuzzing); --ci is the subset CI runs (10 kills, the fast lectures).
     All {
         #[arg(long)]
         ci: bool,
@@ -122,13 +123,8 @@ fn replay(scratch: &Path) -> Result<bool, String> {
         let inputs = faults::fuzzing::inputs(target);
         let mut failed = 0;
         for (path, bytes) in &inputs {
-            let result = match target {
-                "checkpoint" => faults::fuzzing::checkpoint(bytes),
-                "minbpe_model" => faults::fuzzing::minbpe_model(bytes),
-                "catalogue" => faults::fuzzing::catalogue(bytes, &scratch.join("catalogue")),
-                _ => faults::fuzzing::round_trip(&tokenizers, target, bytes),
-            };
-            if let Err(e) = result {
+            let catalogue = scratch.join("catalogue");
+            if let Err(e) = faults::fuzzing::run_target(&tokenizers, target, bytes, &catalogue) {
                 failed += 1;
                 println!("  FAIL {}: {e}", path.display());
             }

@@ -21,6 +21,8 @@ pub struct NanCase {
     pub checkpoint_clean: Result<(), String>,
     /// Whether it left a checkpoint.
     pub checkpoint: bool,
+    /// Whether it should have: one was due before the fault in the first two cases.
+    pub checkpoint_due: bool,
 }
 
 impl NanCase {
@@ -30,19 +32,27 @@ impl NanCase {
         self.exit_code.is_some_and(|c| c != 0)
             && self.must_say.iter().all(|s| self.message.contains(s))
             && self.checkpoint_clean.is_ok()
+            && self.checkpoint == self.checkpoint_due
     }
 }
 
-/// The injections: into an activation, into a weight that the next step's
-/// loss shows, and into a weight that the next checkpoint would save.
-const CASES: [(&str, [&str; 2]); 3] = [
-    ("activation:15:40", ["at step 15", "the output of op 40"]),
+/// The injections, what the error must say, and whether the checkpoint of
+/// iteration 10 was due before the fault: into an activation, into a weight
+/// that the next step's loss shows, and into a weight that the checkpoint
+/// of that very step would save (it refuses, so there is none).
+const CASES: [(&str, [&str; 2], bool); 3] = [
+    (
+        "activation:15:40",
+        ["at step 15", "the output of op 40"],
+        true,
+    ),
     (
         "weight:12:transformer.h.0.attn.c_attn.weight",
         [
             "at step 13",
             "parameter transformer.h.0.attn.c_attn.weight holds NaN",
         ],
+        true,
     ),
     (
         "weight:9:transformer.h.1.mlp.c_fc.weight",
@@ -50,13 +60,14 @@ const CASES: [(&str, [&str; 2]); 3] = [
             "iteration 9",
             "model/transformer.h.1.mlp.c_fc.weight holds NaN",
         ],
+        false,
     ),
 ];
 
 /// Runs every case with the lecture 7 binary `gpt` in folders under `scratch`.
 pub fn run(gpt: &Path, scratch: &Path) -> Result<Vec<NanCase>, String> {
     let mut cases = Vec::new();
-    for (injection, must_say) in CASES {
+    for (injection, must_say, checkpoint_due) in CASES {
         let out = scratch.join(injection.replace(':', "-"));
         let _ = std::fs::remove_dir_all(&out);
         let output = Command::new(gpt)
@@ -86,6 +97,7 @@ pub fn run(gpt: &Path, scratch: &Path) -> Result<Vec<NanCase>, String> {
                 false => Ok(()),
             },
             checkpoint: checkpoint.exists(),
+            checkpoint_due,
         });
         let _ = std::fs::remove_dir_all(&out);
     }

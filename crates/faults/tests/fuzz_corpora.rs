@@ -12,12 +12,7 @@ fn every_fuzz_corpus_input_passes_its_target() {
         let inputs = fuzzing::inputs(target);
         assert!(!inputs.is_empty(), "fuzz/corpus/{target} is empty");
         for (path, bytes) in inputs {
-            let result = match target {
-                "checkpoint" => fuzzing::checkpoint(&bytes),
-                "minbpe_model" => fuzzing::minbpe_model(&bytes),
-                "catalogue" => fuzzing::catalogue(&bytes, &scratch),
-                _ => fuzzing::round_trip(&tokenizers, target, &bytes),
-            };
+            let result = fuzzing::run_target(&tokenizers, target, &bytes, &scratch);
             assert!(result.is_ok(), "{}: {result:?}", path.display());
         }
     }
