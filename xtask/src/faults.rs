@@ -62,8 +62,8 @@ pub fn run(args: Args) -> TaskResult {
     if !args.ci {
         println!("== fuzzing: {} inputs per target", args.fuzz_runs);
         let mut counts = Vec::new();
-        for target in crate::fuzz::TARGETS {
-            let (runs, code) = crate::fuzz::fuzz(target, None, Some(args.fuzz_runs))?;
+        for target in crate::fuzz::targets()? {
+            let (runs, code) = crate::fuzz::fuzz(&target, None, Some(args.fuzz_runs))?;
             failed |= code != ExitCode::SUCCESS || runs < args.fuzz_runs;
             counts.push(format!(
                 "{target:<14} {runs:>9} inputs{}",

@@ -354,32 +354,13 @@ fn minbpe_model() -> Result<Loader, String> {
     })
 }
 
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 fn tiktoken(dir: &Path) -> Result<Loader, String> {
     let path = dir.join("tokenizers/r50k_base.tiktoken");
     let valid = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut long = valid.clone();
-    long.extend_from_slice(format!("{} 50256\n", base64(&vec![b'a'; 1 << 20])).as_bytes());
+    long.extend_from_slice(
+        format!("{} 50256\n", report::page::base64(&vec![b'a'; 1 << 20])).as_bytes(),
+    );
     let mut far = valid.clone();
     far.extend_from_slice(b"IQ== 99999999\n");
     let special = vec![
@@ -400,7 +381,7 @@ fn tiktoken(dir: &Path) -> Result<Loader, String> {
             let canonical: String = ranks
                 .iter()
                 .enumerate()
-                .map(|(rank, token)| format!("{} {rank}\n", base64(token)))
+                .map(|(rank, token)| format!("{} {rank}\n", report::page::base64(token)))
                 .collect();
             Ok(Loaded::Canonical(canonical.into_bytes()))
         }),
