@@ -34,6 +34,28 @@ fn first_steps_match_pip_micrograd() {
 }
 
 #[test]
+fn training_loop_follows_pip_micrograd_to_karpathys_last_loss() {
+    // The whole loop (`moons::train`), 100 steps: every loss within 1e-9 of pip
+    // micrograd's on the same points, and demo.ipynb cell[7]'s last printed step.
+    let fixture: Json =
+        serde_json::from_str(include_str!("fixtures/pip_micrograd_demo.json")).unwrap();
+    let data = Moons::fixture();
+    let model = moons::model(1337);
+    let mut stage = report::Stage::standalone("moons");
+    let trained = moons::train(&model, &data, 100, &mut stage).unwrap();
+    assert_eq!(trained.losses.len(), 100);
+    for (k, loss) in trained.losses.iter().enumerate() {
+        let want = fixture["loss"][k].as_f64().unwrap();
+        assert!(
+            (loss - want).abs() <= 1e-9,
+            "step {k}: loss {loss} vs pip micrograd {want}"
+        );
+    }
+    assert!((trained.losses[99] - 0.010978370135492717).abs() <= 1e-9);
+    assert_eq!(trained.accuracy, 1.0);
+}
+
+#[test]
 fn karpathys_printed_start() {
     // demo.ipynb cell[6] prints this loss and accuracy for the untrained model.
     let (loss, accuracy) = moons::loss(&moons::model(1337), &Moons::fixture());
