@@ -142,7 +142,7 @@ pub fn run(args: Args) -> TaskResult {
 }
 
 /// The lecture with this number, or a message listing the valid ones.
-fn find(number: &str) -> Result<&'static Lecture, String> {
+pub fn find(number: &str) -> Result<&'static Lecture, String> {
     number
         .parse::<u32>()
         .ok()

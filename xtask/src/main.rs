@@ -10,15 +10,20 @@
 //! cargo xtask report [--check]         rebuild runs/index.html (and check it in Chromium)
 //! cargo xtask faults [--ci]            the fault pass: bad files, NaNs, determinism, kills, fuzzing
 //! cargo xtask fuzz TARGET [--time S]   one fuzz target (nightly Rust and cargo-fuzz)
+//! cargo xtask assign N --out DIR       a student's copy of lecture N, its regions blanked
+//! cargo xtask grade DIR [--json FILE]  grade a student's copy, region by region
+//! cargo xtask grade --self-test [N …]  the round trip: reference, planted bug, blanks
 //! ```
 //!
 //! The alias in `.cargo/config.toml` builds this crate in debug, which is fine
 //! for a task runner; anything that trains is spawned as `cargo run --release`.
 
+mod assign;
 mod bench;
 mod data;
 mod faults;
 mod fuzz;
+mod grade;
 mod hub;
 mod lecture;
 mod list;
@@ -65,6 +70,10 @@ enum Task {
     Faults(faults::Args),
     /// Run one fuzz target (needs nightly Rust and cargo-fuzz).
     Fuzz(fuzz::Args),
+    /// Write a student's copy of lecture N with its regions blanked.
+    Assign(assign::Args),
+    /// Grade a student's copy region by region (or --self-test the round trip).
+    Grade(grade::Args),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +88,8 @@ fn main() -> ExitCode {
         Task::Report(args) => report::run(args),
         Task::Faults(args) => faults::run(args),
         Task::Fuzz(args) => fuzz::run(args),
+        Task::Assign(args) => assign::run(args),
+        Task::Grade(args) => grade::run(args),
     };
     match result {
         Ok(code) => code,
