@@ -2,9 +2,10 @@
 //! (`tests/fixtures/make_bigram_fixtures.py` → `bigram_torch.json`).
 //! Needs names.txt: set ZTH_DATA to the datasets folder (`cargo xtask test` does).
 
-use data::makemore::{bigrams, words};
+use data::makemore::{bigrams, context_windows, words};
 use makemore_bigram::counting::{average_nll, average_nll_f32_running_sum, BigramCounts};
-use makemore_bigram::neural::{Encoding, LossFormula, NeuralBigram, LEARNING_RATE};
+use makemore_bigram::exercises::TrigramCounts;
+use makemore_bigram::neural::{train, Encoding, LossFormula};
 use makemore_bigram::sampling::sample_names;
 use makemore_bigram::LECTURE_SEED;
 use serde_json::Value;
@@ -48,15 +49,39 @@ fn counting_model_likelihood_and_samples() {
     assert_eq!(samples, strings(&torch()["counting_samples"]));
 }
 
-/// The first `steps` losses of a training run.
+/// The first `steps` losses of a training run, through the lecture's loop.
 fn losses(encoding: Encoding, formula: LossFormula, steps: usize) -> Vec<f32> {
     let pairs = pairs();
     let xs: Vec<usize> = pairs.iter().map(|p| p.0).collect();
     let ys: Vec<usize> = pairs.iter().map(|p| p.1).collect();
-    let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(LECTURE_SEED));
-    (0..steps)
-        .map(|_| model.train_step(&xs, &ys, encoding, formula, LEARNING_RATE))
-        .collect()
+    let mut stage = report::Stage::standalone("neural");
+    let (_, losses) = train(
+        LECTURE_SEED,
+        &xs,
+        &ys,
+        steps,
+        encoding,
+        formula,
+        &mut stage,
+        "neural",
+    )
+    .unwrap();
+    losses
+}
+
+#[test]
+fn trigram_counts_give_pytorchs_likelihood() {
+    // E01 by counting (tests/fixtures/trigram.py → trigram.json): every name
+    // padded as `..name.`, smoothing 1, all 228,146 predictions, in f64.
+    let fixture: Value = serde_json::from_str(include_str!("fixtures/trigram.json")).unwrap();
+    let (x, y) = context_windows(&words().unwrap_or_else(|e| panic!("{e}")), 2);
+    assert_eq!(y.len() as u64, fixture["predictions"].as_u64().unwrap());
+    let nll = TrigramCounts::from_windows(&x, &y).average_nll(1.0, &x, &y);
+    let want = fixture["average_nll"].as_f64().unwrap();
+    assert!(
+        (nll - want).abs() < 1e-12,
+        "trigram NLL {nll}, PyTorch {want}"
+    );
 }
 
 #[test]

@@ -3,10 +3,9 @@
 //! Needs names.txt (ZTH_DATA or the workspace's datasets/).
 
 use data::makemore::Splits;
-use makemore_mlp::{lecture_lr, sample, train_step, uniform_loss, Config, Mlp};
+use makemore_mlp::{lecture_lr, lr_find, sample, train, uniform_loss, Config, Mlp};
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
-use tensor::Tensor;
 
 fn fixture() -> Value {
     let text = include_str!("fixtures/mlp_torch.json");
@@ -96,19 +95,23 @@ fn minibatch_indices_come_from_the_global_generator() {
 
 #[test]
 fn first_training_steps_follow_pytorch() {
+    // Through the lecture's loop (`train`), which draws each minibatch from
+    // the global generator as cell[26] does.
     let fx = fixture();
-    let s = splits();
+    let expected = fx["train_losses_first"].as_array().unwrap();
     let mut model = lecture_model();
     let mut global = TorchGenerator::manual_seed(42);
-    for (i, expected) in fx["train_losses_first"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-    {
-        let (xb, yb) = s.train.minibatch(&mut global, 32);
-        let loss = train_step(&mut model, &xb, &yb, lecture_lr(i));
-        assert_close(&format!("step {i}"), loss, f(expected), 1e-5);
+    let mut stage = report::Stage::standalone("mlp");
+    let (losses, _) = train(
+        &mut model,
+        &splits().train,
+        &mut global,
+        expected.len(),
+        &mut stage,
+    )
+    .unwrap();
+    for (i, (loss, expected)) in losses.iter().zip(expected).enumerate() {
+        assert_close(&format!("step {i}"), *loss, f(expected), 1e-5);
     }
 }
 
@@ -133,12 +136,23 @@ fn samples_from_the_initial_net_match_pytorch() {
 
 #[test]
 fn lr_find_rates_are_ten_to_the_linspace() {
+    // The search's first steps: PyTorch's `10**torch.linspace(-3, 0, 1000)`,
+    // and its first loss, before any update, is the first training step's.
     let fx = fixture();
-    let lre = Tensor::linspace(-3.0, 0.0, 1000).to_vec();
+    let mut model = lecture_model();
+    let mut global = TorchGenerator::manual_seed(42);
+    let points = lr_find(&mut model, &splits().train, &mut global, 1000);
+    assert_eq!(points.len(), 1000);
     for (i, v) in fx["lr_find_first"].as_array().unwrap().iter().enumerate() {
-        assert_close(&format!("lr {i}"), 10f32.powf(lre[i]), f(v), 2e-7);
+        assert_close(&format!("lr {i}"), points[i].lr, f(v), 2e-7);
     }
-    assert_eq!(10f32.powf(lre[999]), f(&fx["lr_find_last"]));
+    assert_eq!(points[999].lr, f(&fx["lr_find_last"]));
+    assert_close(
+        "lr_find step 0",
+        points[0].loss,
+        f(&fx["train_losses_first"][0]),
+        1e-5,
+    );
 }
 
 #[test]
