@@ -4,7 +4,7 @@
 mod common;
 
 use autograd::cmp;
-use backprop_ninja::train::{calibrate, sample, train_step};
+use backprop_ninja::train::{calibrate, sample, train};
 use backprop_ninja::Weights;
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
@@ -94,9 +94,12 @@ fn manual_training_follows_pytorch() {
     let splits = common::splits();
     let mut g = TorchGenerator::manual_seed(2147483647);
     let mut w = Weights::init(200, &mut g, &mut TorchGenerator::manual_seed(42));
-    for (i, expected) in floats(&fx["train_losses_first"]).into_iter().enumerate() {
-        let (xb, yb) = splits.train.minibatch(&mut g, 32);
-        let loss = train_step(&mut w, &xb, &yb, 0.1);
+    // Through exercise 4's loop (`train`): a minibatch of 32 from `g`, the
+    // manual step, lr 0.1 before step 100,000.
+    let expected = floats(&fx["train_losses_first"]);
+    let mut stage = report::Stage::standalone("manual backward");
+    let (losses, _) = train(&mut w, &splits.train, &mut g, expected.len(), &mut stage).unwrap();
+    for (i, (loss, expected)) in losses.into_iter().zip(expected).enumerate() {
         assert!(
             (loss - expected).abs() < 1e-5,
             "step {i}: {loss} vs {expected}"
