@@ -63,7 +63,11 @@ fn train_encode_decode_round_trip_with_invalid_utf8() {
     std::fs::write(&ids_file, &out.stdout).unwrap();
 
     let out = bpe(&["decode", "--model", &model, ids_file.to_str().unwrap()]);
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.stdout, text);
 
     let out = bpe(&["stats", "--model", &model, input.to_str().unwrap()]);
@@ -102,7 +106,11 @@ fn clear_errors() {
         "--out",
         model.to_str().unwrap(),
     ]);
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let model = format!("{}.model", model.display());
     let out = bpe(&["decode", "--model", &model, bad.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("expected a JSON array of token ids"));
