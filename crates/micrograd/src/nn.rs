@@ -80,8 +80,9 @@ impl Neuron {
 
     /// The neuron's output for one input vector.
     ///
-    /// Panics if `x` does not have one entry per weight (Python's `zip` would
-    /// silently drop the extra ones).
+    /// Panics with "a neuron with {weights} weights got {inputs} inputs" if `x`
+    /// does not have one entry per weight (Python's `zip` would silently drop
+    /// the extra ones).
     // ANCHOR: neuron_forward
     pub fn forward(&self, x: &[Value]) -> Value {
         assert_eq!(
