@@ -1,32 +1,24 @@
 //! Lecture 6 against PyTorch running the notebook's code (`fixtures/lecture6.json`,
 //! from `fixtures/make_fixtures.py`). Needs the data: set ZTH_DATA or run `cargo xtask data`.
 
-use autograd::{Graph, Sgd};
+use autograd::Graph;
 use data::makemore::Splits;
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
+use wavenet::train::train;
 use wavenet::{conv_logits, Config, WaveNet};
 
 fn fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/lecture6.json")).expect("lecture6.json parses")
 }
 
-/// Trains `steps` steps from `manual_seed(42)` and returns the net and the losses.
+/// Trains `steps` steps from `manual_seed(42)` through the lecture's loop
+/// (`wavenet::train::train`: SGD at 0.1 before step 150,000) and returns the
+/// net and the losses.
 fn first_steps(config: Config, splits: &Splits, steps: usize) -> (WaveNet, Vec<f32>) {
-    let mut g = TorchGenerator::manual_seed(42);
-    let mut net = WaveNet::new(config, &mut g);
-    let mut losses = Vec::new();
-    for _ in 0..steps {
-        let (xb, yb) = splits.train.minibatch(&mut g, 32);
-        let graph = Graph::new();
-        let loss = net.forward(&graph, &xb).cross_entropy(&yb);
-        losses.push(loss.item());
-        let grads = loss.backward();
-        net.params.zero_grad();
-        net.params.accumulate(&grads);
-        Sgd::new(0.1).step(&mut net.params);
-    }
-    (net, losses)
+    let mut stage = report::Stage::standalone(config.name);
+    let trained = train(config, 42, &splits.train, steps, &mut stage, config.name).unwrap();
+    (trained.net, trained.losses)
 }
 
 #[test]
