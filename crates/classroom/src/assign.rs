@@ -338,3 +338,76 @@ fn readme(a: &Assignment, lecture: &Lecture) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regions::regions;
+
+    #[test]
+    fn a_todo_escapes_braces_and_quotes() {
+        let todo = todo_call("a/b", Path::new("lectures/07-gpt.md"), "\"{x} (00:01)\"");
+        assert_eq!(
+            todo,
+            r#"todo!("a/b: see lectures/07-gpt.md, \"{{x}} (00:01)\"")"#
+        );
+        assert_eq!(
+            todo_call("a", Path::new("p.md"), NO_SECTION),
+            r#"todo!("a: see p.md")"#
+        );
+    }
+
+    fn crate_region(source: &str, name: &str) -> CrateRegion {
+        let region = regions(source)
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == name)
+            .unwrap();
+        CrateRegion {
+            id: name.to_string(),
+            file: PathBuf::from("src/lib.rs"),
+            region,
+        }
+    }
+
+    const SOURCE: &str = "fn train() {\n\
+        \x20   // ANCHOR: train\n\
+        \x20   for _ in 0..3 {\n\
+        \x20       // ANCHOR: step\n\
+        \x20       // The update.\n\
+        \x20       step();\n\
+        \x20       // ANCHOR_END: step\n\
+        \x20       log();\n\
+        \x20   }\n\
+        \x20   // ANCHOR_END: train\n\
+        }\n";
+
+    #[test]
+    fn a_region_inside_a_chosen_one_goes_with_it() {
+        let all = vec![crate_region(SOURCE, "train"), crate_region(SOURCE, "step")];
+        let ids = |chosen: Vec<&CrateRegion>| -> Vec<String> {
+            chosen.iter().map(|r| r.id.clone()).collect()
+        };
+        assert_eq!(ids(choose(&all, None).unwrap()), ["train"]);
+        let step = ["step".to_string()];
+        assert_eq!(ids(choose(&all, Some(&step)).unwrap()), ["step"]);
+        let err = choose(&all, Some(&["nope".to_string()])).unwrap_err();
+        assert!(err.contains("its regions are: train, step"), "{err}");
+    }
+
+    #[test]
+    fn statements_keep_their_comment_and_end_with_a_semicolon_mid_block() {
+        let step = crate_region(SOURCE, "step");
+        let blanked = blank(SOURCE, &[(&step, "todo!(\"step\")".to_string())]);
+        assert!(
+            blanked.contains("// ANCHOR: step\n        // The update.\n        todo!(\"step\");\n        // ANCHOR_END: step\n        log();"),
+            "{blanked}"
+        );
+        let train = crate_region(SOURCE, "train");
+        let blanked = blank(SOURCE, &[(&train, "todo!(\"train\")".to_string())]);
+        assert!(
+            blanked.contains("// ANCHOR: train\n    todo!(\"train\")\n    // ANCHOR_END: train"),
+            "{blanked}"
+        );
+    }
+}

@@ -375,7 +375,7 @@ pub fn grade(opts: &Options, student: &Path) -> Result<Grade, String> {
             } else {
                 first_failure
             },
-            seconds: tests.iter().map(|t| t.seconds).sum(),
+            seconds: tests.iter().fold(0.0, |sum, t| sum + t.seconds),
             tests,
         });
     }
@@ -533,7 +533,11 @@ fn write_grading_crate(
         }
     }
     let manifest = staging.join("Cargo.toml");
-    let mut text = read(&manifest)?.replacen("[package]\n", "[package]\nautobins = false\n", 1);
+    // A sibling path dependency (`../batchnorm`) is the repository's crate.
+    let siblings = format!("path = \"{}/", root.join("crates").display());
+    let mut text = read(&manifest)?
+        .replacen("[package]\n", "[package]\nautobins = false\n", 1)
+        .replace("path = \"../", &siblings);
     for (name, path) in &bins {
         text.push_str(&format!(
             "\n[[bin]]\nname = \"graded-{name}\"\npath = \"{path}\"\n"
@@ -1015,21 +1019,28 @@ impl Runner<'_> {
     }
 }
 
-/// The first panic's message (`not yet implemented: tanh: see …`, an
-/// assertion and its two sides), from a test's output.
+/// The first panic's message (an assertion and its two sides), from a
+/// test's output; a blank's `not yet implemented: tanh: see …` wherever it
+/// is, since a test may meet it in a child process it starts.
 pub fn panic_message(output: &str) -> String {
     let lines: Vec<&str> = output.lines().collect();
+    if let Some(todo) = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("not yet implemented: "))
+    {
+        return truncate(todo.trim(), 400);
+    }
     if let Some(at) = lines.iter().position(|l| l.contains("panicked at")) {
         let message: Vec<&str> = lines[at + 1..]
             .iter()
+            .skip_while(|l| l.trim().is_empty())
             .take_while(|l| {
                 !l.trim().is_empty() && !l.starts_with("note:") && !l.starts_with("stack backtrace")
             })
             .take(4)
             .map(|l| l.trim())
             .collect();
-        let text = message.join(" / ");
-        return truncate(&text, 400);
+        return truncate(&message.join(" / "), 400);
     }
     let tail: Vec<&str> = lines
         .iter()
@@ -1170,4 +1181,67 @@ pub fn table(g: &Grade) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_panic_message_is_the_lines_after_panicked_at() {
+        let output = "running 1 test\n\
+            thread 'draws' (123) panicked at crates/x/src/a.rs:3:5:\n\
+            not yet implemented: tanh: see lectures/01-micrograd.md\n\
+            note: run with `RUST_BACKTRACE=1` to show a backtrace\n\
+            test draws ... FAILED\n";
+        assert_eq!(
+            panic_message(output),
+            "not yet implemented: tanh: see lectures/01-micrograd.md"
+        );
+        let assertion = "thread 't' panicked at tests/a.rs:9:5:\n\
+            assertion `left == right` failed\n  left: 1\n right: 2\n\n";
+        assert_eq!(
+            panic_message(assertion),
+            "assertion `left == right` failed / left: 1 / right: 2"
+        );
+        // A blank met in a child process, under the test's own assertion.
+        let child = "thread 'cli' panicked at tests/cli.rs:39:5:\n\nthread 'main' panicked at src/hf.rs:9:5:\n\
+            not yet implemented: from_pretrained: see p.md\n";
+        assert_eq!(
+            panic_message(child),
+            "not yet implemented: from_pretrained: see p.md"
+        );
+        // No panic (a crash): the output's last lines.
+        assert_eq!(panic_message("a\nb\n\nc\nd\n"), "b / c / d");
+    }
+
+    fn covered(name: &str, regions: &[&str], seconds: f64) -> CoveredTest {
+        CoveredTest {
+            target: "test/t".into(),
+            name: name.into(),
+            regions: regions.iter().map(|r| r.to_string()).collect(),
+            seconds,
+        }
+    }
+
+    #[test]
+    fn a_slow_test_grades_a_region_only_when_nothing_quicker_reaches_it() {
+        let coverage = Coverage {
+            key: String::new(),
+            failing: Vec::new(),
+            tests: vec![
+                covered("quick", &["forward"], 0.5),
+                covered("loop", &["forward", "train"], 10.0),
+            ],
+        };
+        let names = |region| -> Vec<String> {
+            tests_for(&coverage, region)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        assert_eq!(names("forward"), ["quick"]);
+        assert_eq!(names("train"), ["loop"]);
+        assert!(names("init").is_empty());
+    }
 }

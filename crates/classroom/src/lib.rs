@@ -165,9 +165,18 @@ pub fn path_crates(root: &Path, krate: &str) -> Result<Vec<String>, String> {
                 .next()
                 .unwrap_or_default()
                 .trim();
-            let inherits = line.contains(".workspace = true") || line.contains("workspace = true");
-            if inherits && local.iter().any(|l| l == name) && !out.iter().any(|o| o == name) {
-                out.push(name.to_string());
+            let inherits = line.contains("workspace = true");
+            // `batchnorm = { path = "../batchnorm" }` (wavenet's layers).
+            let sibling = line
+                .split_once("path = \"../")
+                .and_then(|(_, rest)| rest.split('"').next());
+            let dep = match sibling {
+                Some(dir) => dir,
+                None if inherits && local.iter().any(|l| l == name) => name,
+                None => continue,
+            };
+            if !out.iter().any(|o| o == dep) {
+                out.push(dep.to_string());
             }
         }
         i += 1;
