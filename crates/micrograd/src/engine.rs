@@ -166,7 +166,9 @@ impl Value {
         // ANCHOR_END: relu
     }
 
-    /// The hyperbolic tangent, the lecture's neuron activation.
+    /// The hyperbolic tangent, the lecture's neuron activation. Its value is
+    /// `f64::tanh`, as `torch.tanh` computes it: the tests compare it bit for
+    /// bit, and the video's `(e^2x - 1) / (e^2x + 1)` differs in the last digit.
     pub fn tanh(&self) -> Value {
         // ANCHOR: tanh
         let t = self.data().tanh();
