@@ -93,6 +93,17 @@ pub fn crate_regions(crate_dir: &Path) -> Result<Vec<CrateRegion>, String> {
             r.id = format!("{stem}/{}", r.region.name);
         }
     }
+    for (i, r) in found.iter().enumerate() {
+        if let Some(other) = found[..i].iter().find(|o| o.id == r.id) {
+            return Err(format!(
+                "{}: region id `{}` is used by {} and {}; rename one anchor",
+                crate_dir.display(),
+                r.id,
+                other.file.display(),
+                r.file.display()
+            ));
+        }
+    }
     Ok(found)
 }
 
