@@ -1,6 +1,7 @@
 //! The tape: nodes, variables and the backward pass.
 
 use crate::params::{ParamId, Params};
+use crate::profile::{self, Phase};
 use std::cell::{Cell, RefCell};
 use tensor::Tensor;
 
@@ -58,6 +59,7 @@ impl Graph {
             }
             _ => {}
         }
+        profile::mark();
         Graph {
             nodes: RefCell::new(Vec::new()),
             recording: Cell::new(true),
@@ -69,6 +71,7 @@ impl Graph {
 
     /// A graph that records nothing (`torch.no_grad()`): for evaluation and sampling.
     pub fn no_grad() -> Graph {
+        profile::mark();
         Graph {
             nodes: RefCell::new(Vec::new()),
             recording: Cell::new(false),
@@ -143,6 +146,7 @@ impl Graph {
 
     /// A constant input: data, targets, masks. No gradient flows into it.
     pub fn constant(&self, value: Tensor) -> Var<'_> {
+        profile::forward("(inputs)");
         self.push(Node {
             value,
             parents: Vec::new(),
@@ -156,6 +160,7 @@ impl Graph {
 
     /// A leaf whose gradient is wanted (`torch.tensor(..., requires_grad=True)`).
     pub fn leaf(&self, value: Tensor) -> Var<'_> {
+        profile::forward("(inputs)");
         let recording = self.is_recording();
         self.push(Node {
             value,
@@ -170,6 +175,7 @@ impl Graph {
 
     /// Attaches a parameter as a leaf; its gradient is what `Params::accumulate` picks up.
     pub fn param(&self, params: &Params, id: ParamId) -> Var<'_> {
+        profile::forward("(parameters)");
         let recording = self.is_recording();
         self.push(Node {
             value: params.value(id).clone(),
@@ -184,12 +190,17 @@ impl Graph {
 
     /// Records the result of an op. `backward` is kept only if an input needs a
     /// gradient and the graph is recording; otherwise the node is a constant.
-    pub(crate) fn op(
+    pub(crate) fn op<B: Fn(&Tensor) -> Vec<Tensor> + 'static>(
         &self,
         value: Tensor,
         inputs: &[Var<'_>],
-        backward: impl Fn(&Tensor) -> Vec<Tensor> + 'static,
+        backward: B,
     ) -> Var<'_> {
+        let kind = if profile::enabled() {
+            profile::kind_of::<B>()
+        } else {
+            ""
+        };
         let op = self.ops.replace(self.ops.get() + 1);
         let value = match self.poisoned_op.get() {
             Some(k) if k == op => {
@@ -203,16 +214,23 @@ impl Graph {
             let nodes = self.nodes.borrow();
             inputs.iter().any(|v| nodes[v.id].requires_grad)
         };
-        if !requires_grad {
-            let out = self.constant(value);
-            self.nodes.borrow_mut()[out.id].op = Some(op);
-            return out;
-        }
+        profile::forward(kind);
         self.push(Node {
             value,
-            parents: inputs.iter().map(|v| v.id).collect(),
-            backward: Some(Box::new(backward)),
-            requires_grad: true,
+            parents: if requires_grad {
+                inputs.iter().map(|v| v.id).collect()
+            } else {
+                Vec::new()
+            },
+            backward: match (requires_grad, kind) {
+                (false, _) => None,
+                (true, "") => Some(Box::new(backward)),
+                // Profiling: the rule, timed as it runs.
+                (true, kind) => Some(Box::new(move |grad: &Tensor| {
+                    profile::timed(kind, Phase::Backward, || backward(grad))
+                })),
+            },
+            requires_grad,
             retain_grad: false,
             param: None,
             op: Some(op),
@@ -267,7 +285,9 @@ impl<'g> Var<'g> {
             }
         }
         let grads = self.backward();
-        params.accumulate(&grads);
+        profile::timed("(into p.grad)", Phase::Update, || params.accumulate(&grads));
+        // What follows until the next graph is the optimizer's step.
+        profile::after_backward();
         if let Some(name) = self.graph.poisoned_param {
             crate::faults::poison_param(params, name);
         }

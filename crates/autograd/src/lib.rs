@@ -47,6 +47,7 @@ mod module;
 mod ops;
 mod optim;
 mod params;
+pub mod profile;
 mod schedule;
 
 pub use cmp::{cmp, CmpResult};

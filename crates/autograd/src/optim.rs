@@ -160,6 +160,12 @@ impl AdamW {
 /// Rescales all gradients so that their global L2 norm is at most `max_norm`
 /// (`torch.nn.utils.clip_grad_norm_`), and returns the norm before clipping.
 pub fn clip_grad_norm(params: &mut Params, max_norm: f32) -> f32 {
+    crate::profile::timed("clip_grad_norm", crate::profile::Phase::Update, || {
+        clip(params, max_norm)
+    })
+}
+
+fn clip(params: &mut Params, max_norm: f32) -> f32 {
     let total: f64 = params
         .iter()
         .filter_map(|(_, p)| p.grad.as_ref())

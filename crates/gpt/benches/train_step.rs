@@ -5,6 +5,7 @@
 //! peak RSS; `train_step_torch.py` beside this file does the same step in
 //! PyTorch, and `cargo xtask bench` runs both and reports the ratio.
 //! Flags after `--`: `--stage full` for gpt.py's config, `--steps N`, `--warmup N`.
+//! With `ZTH_PROFILE=1` it also prints the time per op kind over the timed steps.
 
 use gpt::{Config, Shakespeare, Split, Stage, Trainer};
 use std::time::Instant;
@@ -36,6 +37,10 @@ fn main() {
     let flops = trainer.cfg.flops_per_iter(n_params);
     let mut times = Vec::new();
     for i in 0..warmup + steps {
+        if i == warmup {
+            // ZTH_PROFILE=1: only the timed steps in the table printed at exit.
+            autograd::profile::reset();
+        }
         let (x, y) = trainer.get_batch(&data, Split::Train);
         let t0 = Instant::now();
         trainer.step(&x, &y);
