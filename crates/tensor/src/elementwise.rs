@@ -3,16 +3,106 @@
 //!
 //! Every binary op goes through one function, [`Tensor::zip_map`], so broadcasting
 //! and its error message live in one place.
+//!
+//! A large pass over contiguous values is cut into one piece per thread
+//! ([`parallel_fill`]). Each element is computed by the same function either
+//! way, so the result has the same bits on any number of threads.
 
 use crate::numeric::{erf, normal_cdf, tanh_f32, tanh_into};
-use crate::{broadcast_shapes, Tensor};
+use crate::{broadcast_shapes, max_threads, Tensor};
+
+/// An element-wise pass over fewer elements than this stays on one thread:
+/// handing pieces to other threads costs a few microseconds.
+const PARALLEL_FROM: usize = 1 << 15;
+
+/// Fills `out` piece by piece, one piece per thread when `out` is large:
+/// `fill(start, piece)` writes `out[start..start + piece.len()]`. Pieces start
+/// at multiples of `align` (a row's length, for row-wise work).
+pub(crate) fn parallel_fill(
+    out: &mut [f32],
+    align: usize,
+    fill: impl Fn(usize, &mut [f32]) + Sync,
+) {
+    let threads = if out.len() < PARALLEL_FROM {
+        1
+    } else {
+        max_threads().min(out.len() / (PARALLEL_FROM / 2))
+    };
+    fill_in_pieces(out, align, threads, fill);
+}
+
+/// [`parallel_fill`] with the number of pieces given.
+fn fill_in_pieces(
+    out: &mut [f32],
+    align: usize,
+    threads: usize,
+    fill: impl Fn(usize, &mut [f32]) + Sync,
+) {
+    let align = align.max(1);
+    let rows = out.len() / align;
+    if threads <= 1 || rows < 2 {
+        fill(0, out);
+        return;
+    }
+    let piece = rows.div_ceil(threads) * align;
+    let fill = &fill;
+    rayon::scope(|scope| {
+        for (i, chunk) in out.chunks_mut(piece).enumerate() {
+            scope.spawn(move |_| fill(i * piece, chunk));
+        }
+    });
+}
+
+/// `f` applied to every element of contiguous `values`, in parallel when large.
+fn map_slice(values: &[f32], f: impl Fn(f32) -> f32 + Sync) -> Vec<f32> {
+    let mut out = vec![0f32; values.len()];
+    parallel_fill(&mut out, 1, |start, piece| {
+        for (o, &x) in piece.iter_mut().zip(&values[start..]) {
+            *o = f(x);
+        }
+    });
+    out
+}
 use ndarray::{IxDyn, Zip};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 impl Tensor {
     /// Applies `f` to pairs of elements after broadcasting both operands
     /// (`torch` style). Panics naming both shapes if they do not broadcast.
-    pub fn zip_map(&self, other: &Tensor, f: impl Fn(f32, f32) -> f32) -> Tensor {
+    pub fn zip_map(&self, other: &Tensor, f: impl Fn(f32, f32) -> f32 + Sync) -> Tensor {
+        if let (Some(a), Some(b)) = (self.data.as_slice(), other.data.as_slice()) {
+            if self.shape() == other.shape() {
+                let mut out = vec![0f32; a.len()];
+                parallel_fill(&mut out, 1, |start, piece| {
+                    for ((o, &a), &b) in piece.iter_mut().zip(&a[start..]).zip(&b[start..]) {
+                        *o = f(a, b);
+                    }
+                });
+                return Tensor::from_vec(out, self.shape());
+            }
+            // `other` repeated along the leading axes of `self` (a bias, a
+            // norm's gain): row by row, with no broadcast view.
+            let trailing = |small: &Tensor, large: &Tensor| {
+                let shape = small.shape();
+                let ones = shape.iter().take_while(|&&d| d == 1).count();
+                small.ndim() <= large.ndim()
+                    && !small.is_empty()
+                    && large.shape().ends_with(&shape[ones..])
+            };
+            if trailing(other, self) {
+                let width = b.len();
+                let mut out = vec![0f32; a.len()];
+                parallel_fill(&mut out, width, |start, piece| {
+                    let rows = a[start..].chunks(width);
+                    for (o, a) in piece.chunks_mut(width).zip(rows) {
+                        for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+                            *o = f(a, b);
+                        }
+                    }
+                });
+                return Tensor::from_vec(out, self.shape());
+            }
+        }
         if self.shape() == other.shape() {
             let out = Zip::from(&self.data)
                 .and(&other.data)
@@ -27,7 +117,10 @@ impl Tensor {
     }
 
     /// Applies `f` to every element.
-    pub fn map(&self, f: impl Fn(f32) -> f32) -> Tensor {
+    pub fn map(&self, f: impl Fn(f32) -> f32 + Sync) -> Tensor {
+        if let Some(values) = self.data.as_slice() {
+            return Tensor::from_vec(map_slice(values, f), self.shape());
+        }
         Tensor::from_array(self.data.map(|&x| f(x)))
     }
 
@@ -160,7 +253,9 @@ impl Tensor {
         let src = self.contiguous();
         let values = src.data.as_slice().expect("contiguous");
         let mut out = vec![0.0f32; values.len()];
-        tanh_into(values, &mut out);
+        parallel_fill(&mut out, 1, |start, piece| {
+            tanh_into(&values[start..start + piece.len()], piece)
+        });
         Tensor::from_vec(out, self.shape())
     }
 
@@ -264,5 +359,80 @@ fn mask(condition: bool) -> f32 {
         1.0
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7919) % 2003) as f32 / 250.0 - 4.0)
+            .collect()
+    }
+
+    /// Cutting a pass into pieces changes no bit: an element-wise function and
+    /// a row-wise one (rows of 37, a row's sum reused), on 1 to 5 threads.
+    #[test]
+    fn pieces_give_the_same_bits_as_one_pass() {
+        let x = values(100_003 - 100_003 % 37);
+        let gelu = |start: usize, piece: &mut [f32]| {
+            for (o, &x) in piece.iter_mut().zip(&x[start..]) {
+                *o = x * normal_cdf(x);
+            }
+        };
+        let rows = |start: usize, piece: &mut [f32]| {
+            for (o, x) in piece.chunks_mut(37).zip(x[start..].chunks(37)) {
+                let sum: f32 = x.iter().sum();
+                for (o, &x) in o.iter_mut().zip(x) {
+                    *o = x / sum;
+                }
+            }
+        };
+        let mut one = vec![0f32; x.len()];
+        fill_in_pieces(&mut one, 1, 1, gelu);
+        let mut one_rows = vec![0f32; x.len()];
+        fill_in_pieces(&mut one_rows, 37, 1, rows);
+        for threads in 2..=5 {
+            let mut many = vec![f32::NAN; x.len()];
+            fill_in_pieces(&mut many, 1, threads, gelu);
+            assert_eq!(bits(&many), bits(&one), "{threads} threads");
+            let mut many = vec![f32::NAN; x.len()];
+            fill_in_pieces(&mut many, 37, threads, rows);
+            assert_eq!(bits(&many), bits(&one_rows), "{threads} threads, rows");
+        }
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// The row-by-row path for a trailing operand (a bias) agrees with
+    /// ndarray's broadcast, including an operand with leading ones.
+    #[test]
+    fn a_trailing_operand_broadcasts_as_ndarray_does() {
+        let a = Tensor::from_vec(values(3 * 300 * 128), &[3, 300, 128]);
+        for shape in [
+            vec![128],
+            vec![1, 128],
+            vec![300, 128],
+            vec![1, 1, 1],
+            vec![1, 300, 128],
+        ] {
+            let n: usize = shape.iter().product();
+            let b = Tensor::from_vec(values(n + 5)[5..].to_vec(), &shape);
+            let got = a.sub(&b);
+            let stretched = b.data.broadcast(IxDyn(a.shape())).expect("broadcasts");
+            let want = Zip::from(&a.data)
+                .and(&stretched)
+                .map_collect(|&a, &b| a - b);
+            assert_eq!(got.shape(), a.shape(), "{shape:?}");
+            assert_eq!(
+                bits(&got.to_vec()),
+                bits(&want.iter().copied().collect::<Vec<_>>()),
+                "{shape:?}"
+            );
+        }
     }
 }

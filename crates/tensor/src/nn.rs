@@ -4,12 +4,13 @@
 //! Softmax subtracts each lane's maximum before exponentiating, so logits of a
 //! thousand give the same probabilities as logits near zero instead of `inf/inf`.
 
+use crate::elementwise::parallel_fill;
 use crate::shape::axis_index;
 use crate::Tensor;
 
 impl Tensor {
     /// Replaces each lane along `axis` by `f(lane)`, in the original layout.
-    fn map_lanes(&self, axis: isize, f: impl Fn(&[f32], &mut [f32])) -> Tensor {
+    fn map_lanes(&self, axis: isize, f: impl Fn(&[f32], &mut [f32]) + Sync) -> Tensor {
         let axis = axis_index(axis, self.shape());
         let mut order: Vec<usize> = (0..self.ndim()).filter(|&a| a != axis).collect();
         order.push(axis);
@@ -18,9 +19,11 @@ impl Tensor {
         let lane = self.shape()[axis];
         let mut output = vec![0f32; input.len()];
         if lane > 0 {
-            for (x, y) in input.chunks(lane).zip(output.chunks_mut(lane)) {
-                f(x, y);
-            }
+            parallel_fill(&mut output, lane, |start, piece| {
+                for (x, y) in input[start..].chunks(lane).zip(piece.chunks_mut(lane)) {
+                    f(x, y);
+                }
+            });
         }
         let mut back = vec![0; self.ndim()];
         for (i, &a) in order.iter().enumerate() {
