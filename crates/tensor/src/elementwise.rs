@@ -8,7 +8,7 @@
 //! ([`parallel_fill`]). Each element is computed by the same function either
 //! way, so the result has the same bits on any number of threads.
 
-use crate::numeric::{erf, normal_cdf, tanh_f32, tanh_into};
+use crate::numeric::{erf, gelu_into, normal_cdf_into, tanh_f32, tanh_into, SimdPath};
 use crate::{broadcast_shapes, max_threads, Tensor};
 
 /// An element-wise pass over fewer elements than this stays on one thread:
@@ -283,12 +283,24 @@ impl Tensor {
     /// (relative error below 1.2e-7, one `exp`), since GELU runs on every hidden
     /// unit of a transformer and the series of [`erf`] is too slow for that.
     pub fn gelu(&self) -> Tensor {
-        self.map(|x| x * normal_cdf(x))
+        self.slice_kernel(gelu_into)
     }
 
-    /// `Φ(x)`, the standard normal CDF, element-wise ([`normal_cdf`]).
+    /// `Φ(x)`, the standard normal CDF, element-wise ([`crate::normal_cdf`]).
     pub fn normal_cdf(&self) -> Tensor {
-        self.map(normal_cdf)
+        self.slice_kernel(normal_cdf_into)
+    }
+
+    /// A kernel over contiguous values, on the CPU's widest path, in parallel when large.
+    fn slice_kernel(&self, kernel: fn(&[f32], &mut [f32], SimdPath)) -> Tensor {
+        let src = self.contiguous();
+        let values = src.data.as_slice().expect("contiguous");
+        let path = SimdPath::best();
+        let mut out = vec![0f32; values.len()];
+        parallel_fill(&mut out, 1, |start, piece| {
+            kernel(&values[start..start + piece.len()], piece, path)
+        });
+        Tensor::from_vec(out, self.shape())
     }
 
     /// `F.gelu(x, approximate='tanh')`, GPT-2's activation:
@@ -365,6 +377,7 @@ fn mask(condition: bool) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::normal_cdf;
 
     fn values(n: usize) -> Vec<f32> {
         (0..n)

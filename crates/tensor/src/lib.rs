@@ -25,7 +25,7 @@ mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
 pub use matmul::{max_threads, set_max_threads};
-pub use numeric::{erf, erfc_fast, normal_cdf};
+pub use numeric::{erf, erfc_fast, gelu_into, normal_cdf, normal_cdf_into, SimdPath};
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 

@@ -66,6 +66,94 @@ pub fn normal_cdf(x: f32) -> f32 {
     (0.5 * erfc_fast(-(x as f64) * std::f64::consts::FRAC_1_SQRT_2)) as f32
 }
 
+/// A compiled copy of a slice kernel ([`normal_cdf_into`], [`gelu_into`]):
+/// the widest the CPU has, or a narrower one a test forces. Every copy gives
+/// the same bits, because the kernels use no fused multiply-add: each path
+/// rounds every operation alike, only more lanes at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimdPath {
+    /// Plain Rust, for any CPU (ARM, x86 without AVX2).
+    Portable,
+    /// x86-64 with AVX2: four f64 lanes.
+    Avx2,
+    /// x86-64 with AVX-512F: eight f64 lanes.
+    Avx512,
+}
+
+impl SimdPath {
+    /// The widest path this CPU runs.
+    pub fn best() -> SimdPath {
+        *SimdPath::available().last().expect("the portable path")
+    }
+
+    /// Every path this CPU runs, narrowest first.
+    pub fn available() -> Vec<SimdPath> {
+        let mut paths = vec![SimdPath::Portable];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                paths.push(SimdPath::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                paths.push(SimdPath::Avx512);
+            }
+        }
+        paths
+    }
+}
+
+/// Defines `$name(src, dst, path)`: `dst[i] = $body` with `$x = src[i]`, in a
+/// portable copy and, on x86-64, copies compiled for AVX2 and AVX-512.
+macro_rules! slice_kernel {
+    ($(#[$doc:meta])* $name:ident, |$x:ident| $body:expr) => {
+        $(#[$doc])*
+        pub fn $name(src: &[f32], dst: &mut [f32], path: SimdPath) {
+            assert_eq!(src.len(), dst.len(), "{}: lengths differ", stringify!($name));
+            #[inline(always)]
+            fn each(src: &[f32], dst: &mut [f32]) {
+                for (d, &$x) in dst.iter_mut().zip(src) {
+                    *d = $body;
+                }
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2")]
+            fn avx2(src: &[f32], dst: &mut [f32]) {
+                each(src, dst)
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f")]
+            fn avx512(src: &[f32], dst: &mut [f32]) {
+                each(src, dst)
+            }
+            match path {
+                #[cfg(target_arch = "x86_64")]
+                SimdPath::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
+                    // SAFETY: the CPU has AVX2, checked just above.
+                    unsafe { avx2(src, dst) }
+                }
+                #[cfg(target_arch = "x86_64")]
+                SimdPath::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
+                    // SAFETY: the CPU has AVX-512F, checked just above.
+                    unsafe { avx512(src, dst) }
+                }
+                _ => each(src, dst),
+            }
+        }
+    };
+}
+
+slice_kernel!(
+    /// [`normal_cdf`] of every element.
+    normal_cdf_into,
+    |x| normal_cdf(x)
+);
+
+slice_kernel!(
+    /// `x·Φ(x)`, exact GELU, of every element.
+    gelu_into,
+    |x| x * normal_cdf(x)
+);
+
 /// The error function in f64, accurate to about 1e-15, so rounding it to f32 gives
 /// the correctly rounded value almost always. Rust's standard library has no `erf`.
 ///
@@ -269,6 +357,48 @@ mod tests {
                 (got - want).abs() <= 1.2e-7 * want + 1e-15,
                 "erfc({x}): {got} vs {want}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    /// Each compiled path of each kernel gives the portable path's bits, and
+    /// the portable path gives the scalar function's, over a sweep of
+    /// [-12, 12] and the special values.
+    #[test]
+    fn every_path_gives_the_portable_bits() {
+        let mut x: Vec<f32> = (0..48_001).map(|i| i as f32 / 2000.0 - 12.0).collect();
+        x.extend([0.0, -0.0, f32::MIN_POSITIVE, 1e-30, -1e-30, 40.0, -40.0]);
+        x.extend([
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        type Kernel = fn(&[f32], &mut [f32], SimdPath);
+        type Row = (&'static str, Kernel, fn(f32) -> f32);
+        let kernels: [Row; 2] = [
+            ("normal_cdf", normal_cdf_into, normal_cdf),
+            ("gelu", gelu_into, |x| x * normal_cdf(x)),
+        ];
+        for (name, kernel, scalar) in kernels {
+            let want: Vec<u32> = x.iter().map(|&x| scalar(x).to_bits()).collect();
+            for path in SimdPath::available() {
+                let mut out = vec![0f32; x.len()];
+                kernel(&x, &mut out, path);
+                let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                let first = got.iter().zip(&want).position(|(a, b)| a != b);
+                assert_eq!(
+                    first,
+                    None,
+                    "{name} on {path:?} differs at x = {:?}",
+                    first.map(|i| x[i])
+                );
+            }
         }
     }
 }
