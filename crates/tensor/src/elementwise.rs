@@ -18,11 +18,7 @@ const PARALLEL_FROM: usize = 1 << 15;
 /// Fills `out` piece by piece, one piece per thread when `out` is large:
 /// `fill(start, piece)` writes `out[start..start + piece.len()]`. Pieces start
 /// at multiples of `align` (a row's length, for row-wise work).
-pub(crate) fn parallel_fill(
-    out: &mut [f32],
-    align: usize,
-    fill: impl Fn(usize, &mut [f32]) + Sync,
-) {
+pub fn parallel_fill(out: &mut [f32], align: usize, fill: impl Fn(usize, &mut [f32]) + Sync) {
     let threads = if out.len() < PARALLEL_FROM {
         1
     } else {

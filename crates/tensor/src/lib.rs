@@ -24,6 +24,7 @@ pub mod rng;
 mod shape;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
+pub use elementwise::parallel_fill;
 pub use matmul::{max_threads, set_max_threads};
 pub use numeric::{erf, erfc_fast, gelu_into, normal_cdf, normal_cdf_into, SimdPath};
 

@@ -67,10 +67,58 @@ impl<'g> Var<'g> {
     }
     // ANCHOR_END: cross_entropy
 
-    // ANCHOR: layer_norm
     /// Layer norm over the last axis: `(x − mean) / sqrt(var + eps) * weight + bias`,
     /// with the biased variance, as `nn.LayerNorm`.
+    ///
+    /// The same numbers as [`Var::layer_norm_plain`], bit for bit
+    /// (`tests/layer_norm.rs`), in fewer passes: the normalised rows and their
+    /// `1/std` come from one kernel, and backward's `dx` from another, instead
+    /// of some ten element-wise ops and their temporaries each way.
     pub fn layer_norm(self, weight: Option<Var<'g>>, bias: Option<Var<'g>>, eps: f32) -> Var<'g> {
+        let x = self.value();
+        if x.ndim() < 2 || x.is_empty() {
+            return self.layer_norm_plain(weight, bias, eps);
+        }
+        let width = x.shape()[x.ndim() - 1];
+        let (xhat, rstd) = normalize_rows(&x, eps); // (…, C), one per row
+        let mut out = xhat.clone();
+        let mut inputs = vec![self];
+        if let Some(w) = weight {
+            out = out.mul(&w.value());
+            inputs.push(w);
+        }
+        if let Some(b) = bias {
+            out = out.add(&b.value());
+            inputs.push(b);
+        }
+        let w_value = weight.map(|w| w.value());
+        let (has_w, has_b) = (weight.is_some(), bias.is_some());
+        self.graph.op(out, &inputs, move |grad| {
+            let dxhat = match &w_value {
+                Some(w) => grad.mul(w),
+                None => grad.contiguous(),
+            };
+            let mut grads = vec![normalize_rows_backward(&dxhat, &xhat, &rstd)];
+            if has_w {
+                grads.push(grad.mul(&xhat).sum_to_shape(&[width]));
+            }
+            if has_b {
+                grads.push(grad.sum_to_shape(&[width]));
+            }
+            grads
+        })
+    }
+
+    // ANCHOR: layer_norm
+    /// Layer norm over the last axis, op by op: `(x − mean) / sqrt(var + eps) *
+    /// weight + bias`, with the biased variance, as `nn.LayerNorm`.
+    /// [`Var::layer_norm`] computes the same bits in fewer passes.
+    pub fn layer_norm_plain(
+        self,
+        weight: Option<Var<'g>>,
+        bias: Option<Var<'g>>,
+        eps: f32,
+    ) -> Var<'g> {
         let x = self.value();
         let d = *x
             .shape()
@@ -139,4 +187,76 @@ impl<'g> Var<'g> {
         let mask = gen.bernoulli_keep_mask(p, &self.shape());
         self.dropout_with_mask(&mask, p)
     }
+}
+
+/// The sum of a row in f64, rounded to f32: what `sum(-1)` and `mean(-1)`
+/// compute for each row (`Tensor::sum_axes`).
+fn row_sum(values: impl Iterator<Item = f32>) -> f64 {
+    values.map(|v| v as f64).sum::<f64>()
+}
+
+/// `xhat = (x − mean) · rstd` for every row of `x` (at least 2-D), and each
+/// row's `rstd = 1 / sqrt(var + eps)`, rounded step by step exactly as
+/// [`Var::layer_norm_plain`]'s ops round them: an f32 mean from an f64 sum,
+/// f32 deviations, an f32 variance from the f64 sum of their f32 squares.
+fn normalize_rows(x: &Tensor, eps: f32) -> (Tensor, Tensor) {
+    let x = x.contiguous();
+    let values = x.array().as_slice().expect("contiguous");
+    let width = x.shape()[x.ndim() - 1];
+    let d = width as f64;
+    let row_rstd = |row: &[f32]| -> (f32, f32) {
+        let mean = (row_sum(row.iter().copied()) / d) as f32;
+        let var = (row_sum(row.iter().map(|&v| (v - mean) * (v - mean))) / d) as f32;
+        (mean, 1.0 / (var + eps).sqrt())
+    };
+    // Each row's mean and rstd, then the rows: two passes in parallel.
+    let mut stats = vec![0f32; 2 * values.len() / width];
+    tensor::parallel_fill(&mut stats, 2, |start, piece| {
+        let rows = values[start / 2 * width..].chunks(width);
+        for (s, row) in piece.chunks_mut(2).zip(rows) {
+            (s[0], s[1]) = row_rstd(row);
+        }
+    });
+    let mut xhat = vec![0f32; values.len()];
+    tensor::parallel_fill(&mut xhat, width, |start, piece| {
+        let rows = values[start..]
+            .chunks(width)
+            .zip(stats[start / width * 2..].chunks(2));
+        for (out, (row, s)) in piece.chunks_mut(width).zip(rows) {
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o = (v - s[0]) * s[1];
+            }
+        }
+    });
+    let mut kept = x.shape().to_vec();
+    *kept.last_mut().expect("2-D or more") = 1;
+    let rstd: Vec<f32> = stats.chunks(2).map(|s| s[1]).collect();
+    (
+        Tensor::from_vec(xhat, x.shape()),
+        Tensor::from_vec(rstd, &kept),
+    )
+}
+
+/// Layer norm's `dx` from `dxhat` (the gradient times the weight), row by
+/// row, rounded as [`Var::layer_norm_plain`]'s backward ops round it:
+/// `dx = (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat)) · rstd / D`.
+fn normalize_rows_backward(dxhat: &Tensor, xhat: &Tensor, rstd: &Tensor) -> Tensor {
+    let dxhat = dxhat.contiguous();
+    let g = dxhat.array().as_slice().expect("contiguous");
+    let xh = xhat.array().as_slice().expect("contiguous");
+    let r = rstd.array().as_slice().expect("contiguous");
+    let width = xhat.shape()[xhat.ndim() - 1];
+    let d = width as f32;
+    let mut dx = vec![0f32; g.len()];
+    tensor::parallel_fill(&mut dx, width, |start, piece| {
+        let rows = g[start..].chunks(width).zip(xh[start..].chunks(width));
+        for ((out, (g, xh)), &rstd) in piece.chunks_mut(width).zip(rows).zip(&r[start / width..]) {
+            let sum_dxhat = row_sum(g.iter().copied()) as f32;
+            let sum_dxhat_xhat = row_sum(g.iter().zip(xh).map(|(&g, &x)| g * x)) as f32;
+            for ((o, &g), &x) in out.iter_mut().zip(g).zip(xh) {
+                *o = (g * d - sum_dxhat - x * sum_dxhat_xhat) * rstd / d;
+            }
+        }
+    });
+    Tensor::from_vec(dx, xhat.shape())
 }
