@@ -59,6 +59,11 @@ pub struct CausalSelfAttention {
     pub n_head: usize,
     /// Dropout on the attention weights and after the projection.
     pub dropout: f32,
+    /// nanoGPT's `self.flash`: attention as one fused op,
+    /// [`Var::scaled_dot_product_attention`], which never stores the
+    /// `(B, nh, T, T)` weights. Off in lecture 7's stages, which teach the
+    /// lines it replaces; without dropout only, as the fused op has none.
+    pub flash: bool,
 }
 
 impl CausalSelfAttention {
@@ -75,6 +80,7 @@ impl CausalSelfAttention {
             c_proj: Linear::new(init, &format!("{name}.c_proj"), c, c, bias),
             n_head: config.n_head,
             dropout: config.dropout,
+            flash: false,
         }
     }
 
@@ -91,11 +97,16 @@ impl CausalSelfAttention {
                 .transpose(1, 2) // (B, nh, T, hs)
         };
         let (q, k, v) = (heads(0), heads(1), heads(2)); // each (B, nh, T, hs)
-        let att = q.matmul(k.transpose(-2, -1)) * (1.0 / (hs as f64).sqrt()) as f32; // (B, nh, T, T)
-        let att = att.masked_fill(&future_mask(t), f32::NEG_INFINITY); // (B, nh, T, T)
-        let att = att.softmax(-1); // (B, nh, T, T)
-        let att = pass.dropout(att, self.dropout); // (B, nh, T, T)
-        let y = att.matmul(v); // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
+        let y = if self.flash && self.dropout == 0.0 {
+            // The lines below as one op that keeps no (B, nh, T, T) weights; the same bits.
+            q.scaled_dot_product_attention(k, v, true) // (B, nh, T, hs)
+        } else {
+            let att = q.matmul(k.transpose(-2, -1)) * (1.0 / (hs as f64).sqrt()) as f32; // (B, nh, T, T)
+            let att = att.masked_fill(&future_mask(t), f32::NEG_INFINITY); // (B, nh, T, T)
+            let att = att.softmax(-1); // (B, nh, T, T)
+            let att = pass.dropout(att, self.dropout); // (B, nh, T, T)
+            att.matmul(v) // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
+        };
         let y = y.transpose(1, 2).reshape(&[b, t, c]); // (B, T, C): heads side by side again
         pass.dropout(self.c_proj.forward(pass, y), self.dropout) // (B, T, C)
     }
@@ -201,6 +212,16 @@ pub struct Gpt {
     pub ln_f: LayerNorm,
     /// `lm_head`, whose weight is `wte`'s.
     pub lm_head: Linear,
+}
+
+impl Gpt {
+    /// nanoGPT's `flash` switch for every block's attention (see
+    /// [`CausalSelfAttention::flash`]): the fused op instead of the lecture's lines.
+    pub fn set_flash(&mut self, on: bool) {
+        for block in &mut self.h {
+            block.attn.flash = on;
+        }
+    }
 }
 
 impl Gpt {

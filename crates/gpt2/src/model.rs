@@ -184,6 +184,16 @@ pub struct Gpt {
 }
 
 impl Gpt {
+    /// nanoGPT's `flash` switch for every block's attention (see
+    /// [`CausalSelfAttention::flash`]): the fused op instead of the lecture's lines.
+    pub fn set_flash(&mut self, on: bool) {
+        for block in &mut self.h {
+            block.attn.flash = on;
+        }
+    }
+}
+
+impl Gpt {
     // ANCHOR: init
     /// `GPT(config)`: the modules in `__init__`'s order, each drawing PyTorch's
     /// default init from `init.rng` as it is built; then, for
@@ -267,6 +277,7 @@ impl Gpt {
                         c_proj: linear(&mut add, &format!("{name}.attn.c_proj"), c, c),
                         n_head: config.n_head,
                         dropout: 0.0,
+                        flash: false,
                     },
                     ln_2: layer_norm(&mut add, &format!("{name}.ln_2")),
                     mlp: Mlp {

@@ -12,6 +12,7 @@
 //! `random`, so the lectures' seeded draws come out the same in Rust.
 #![deny(missing_docs)]
 
+pub mod attention;
 mod broadcast;
 mod creation;
 mod elementwise;

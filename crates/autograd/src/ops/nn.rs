@@ -260,3 +260,24 @@ fn normalize_rows_backward(dxhat: &Tensor, xhat: &Tensor, rstd: &Tensor) -> Tens
     });
     Tensor::from_vec(dx, xhat.shape())
 }
+
+impl<'g> Var<'g> {
+    /// `F.scaled_dot_product_attention(q, k, v, is_causal)` for `self` = q and
+    /// `k`, `v` of shape `(B, nh, T, hs)`: `softmax(q kᵀ / √hs) v`, query `i`
+    /// seeing keys `0..=i` when `is_causal`; no dropout. One op on the tape
+    /// ([`tensor::attention`]): it works one (batch, head) pair at a time and
+    /// keeps no `(B, nh, T, T)` weights for backward, which recomputes them.
+    /// nanoGPT's `flash` branch calls it; the lecture's own lines (`q @ kᵀ`,
+    /// `masked_fill`, `softmax`, `@ v`) give the same bits (`tests/attention.rs`).
+    pub fn scaled_dot_product_attention(self, k: Var<'g>, v: Var<'g>, is_causal: bool) -> Var<'g> {
+        use tensor::attention::{
+            scaled_dot_product_attention, scaled_dot_product_attention_backward,
+        };
+        let (q_value, k_value, v_value) = (self.value(), k.value(), v.value());
+        let out = scaled_dot_product_attention(&q_value, &k_value, &v_value, is_causal); // (B, nh, T, hs)
+        self.graph.op(out, &[self, k, v], move |grad| {
+            scaled_dot_product_attention_backward(&q_value, &k_value, &v_value, grad, is_causal)
+                .to_vec()
+        })
+    }
+}
