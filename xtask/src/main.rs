@@ -5,7 +5,7 @@
 //! cargo xtask lecture N [--quick]      fetch the data, then train and check lecture N
 //! cargo xtask data [NAME] [--check]    download / verify the datasets (`data gpt2`: OpenAI's weights)
 //! cargo xtask test                     fetch the data, then run every test in release
-//! cargo xtask bench [--crate C]        criterion benches, plus PyTorch references if found
+//! cargo xtask bench [--only G]         ours beside PyTorch, one table (runs/bench.json)
 //! cargo xtask pages [--check]          refresh (or check) the code quoted in lectures/*.md
 //! cargo xtask report [--check]         rebuild runs/index.html (and check it in Chromium)
 //! cargo xtask faults [--ci]            the fault pass: bad files, NaNs, determinism, kills, fuzzing
@@ -60,7 +60,7 @@ enum Task {
     Data(data::Args),
     /// Run `cargo test --workspace --release` with the data in place.
     Test(test::Args),
-    /// Run the benchmarks, and the PyTorch reference scripts when torch is found.
+    /// Time every workload beside PyTorch, as one table (issue 16), or one crate's benches.
     Bench(bench::Args),
     /// Refresh the code excerpts in lectures/*.md from the sources' anchors (or --check them).
     Pages(pages::Args),

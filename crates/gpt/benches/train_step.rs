@@ -4,7 +4,9 @@
 //! `cargo bench -p gpt --bench train_step` prints ms per step, GFLOP/s and the
 //! peak RSS; `train_step_torch.py` beside this file does the same step in
 //! PyTorch, and `cargo xtask bench` runs both and reports the ratio.
-//! Flags after `--`: `--stage full` for gpt.py's config, `--steps N`, `--warmup N`.
+//! Flags after `--`: `--stage full` for gpt.py's config, `--steps N`, `--warmup N`,
+//! `--flash` for nanoGPT's fused attention (stage `cpu`).
+//! The last line, `bench-row …`, is for `cargo xtask bench`'s table.
 //! With `ZTH_PROFILE=1` it also prints the time per op kind over the timed steps.
 
 use gpt::{Config, Shakespeare, Split, Stage, Trainer};
@@ -33,6 +35,12 @@ fn main() {
     let warmup: usize = flag("--warmup").map_or(3, |s| s.parse().expect("--warmup N"));
     let data = Shakespeare::load().expect("tinyshakespeare.txt (set ZTH_DATA)");
     let mut trainer = Trainer::new(Config::for_stage(stage));
+    if args.iter().any(|a| a == "--flash") {
+        match &mut trainer.model {
+            gpt::Model::Gpt(model) => model.set_flash(true),
+            _ => panic!("--flash: only the cpu stage has nanoGPT's attention"),
+        }
+    }
     let n_params = trainer.params.count();
     let flops = trainer.cfg.flops_per_iter(n_params);
     let mut times = Vec::new();
@@ -57,5 +65,12 @@ fn main() {
         flops / (median / 1000.0) / 1e9,
         peak_rss_mib().unwrap_or(f64::NAN),
         std::env::var("ZTH_THREADS").unwrap_or_else(|_| "all cores".into())
+    );
+    // For `cargo xtask bench`'s table.
+    println!(
+        "bench-row gpt-{}-step ms={median} gflop={} rss_mib={}",
+        stage.name(),
+        flops / 1e9,
+        peak_rss_mib().unwrap_or(f64::NAN)
     );
 }

@@ -18,6 +18,8 @@ ap.add_argument("data", nargs="?",
 ap.add_argument("--steps", type=int, default=20)
 ap.add_argument("--warmup", type=int, default=3)
 args = ap.parse_args()
+# As many threads as ours: ZTH_THREADS, else every core this process may use.
+torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
 
 B, T, L, H, C, V = 12, 64, 4, 4, 128, 65
 text = open(args.data, encoding="utf-8").read()
@@ -95,3 +97,4 @@ flops = (6 * n_params + 12 * L * C * T) * B * T
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"torch cpu step: median {median:.2f} ms, mean {sum(times)/len(times):.2f} ms over {args.steps} steps, "
       f"{flops / (median / 1000) / 1e9:.1f} GFLOP/s, peak RSS {rss:.0f} MiB, threads {torch.get_num_threads()}")
+print(f"bench-row gpt-cpu-step ms={median} gflop={flops / 1e9} rss_mib={rss}")

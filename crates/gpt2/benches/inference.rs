@@ -52,6 +52,11 @@ fn main() {
         gpt2::sample::logits(&model, &params, &ids).unwrap();
     });
     println!("gpt2 forward B=1 T=1024: {forward:.1} ms");
+    // A forward pass is a third of a training step's FLOPs (2 per parameter per token, plus 4·L·C·T).
+    let (l, c) = (12.0, 768.0);
+    let n_params = 50257.0 * c + 1024.0 * c + l * (12.0 * c * c + 13.0 * c) + 2.0 * c;
+    let gflop = (2.0 * n_params + 4.0 * l * c * 1024.0) * 1024.0 / 1e9;
+    println!("bench-row gpt2-forward-b1t1024 ms={forward} gflop={gflop}");
     let mut cache = KvCache::new(12);
     forward_cached(&model, &params, &ids[..1000], 1, 1000, &mut cache).unwrap();
     let cached = median_ms(9, || {
@@ -73,5 +78,6 @@ fn main() {
         "gpt2 decode at position 1000, no cache: {uncached:.1} ms/token = {:.2} tokens/s",
         1e3 / uncached
     );
+    println!("bench-row gpt2-decode-cached ms={cached}");
     println!("gpt2 peak RSS: {:.0} MiB", peak_rss_mib());
 }

@@ -3,6 +3,7 @@ GPT-2 124M (transformers' GPT2LMHeadModel, eval mode, float32, CPU):
 the forward pass at B=1, T=1024, and one decoded token at position 1,000 with
 transformers' key/value cache and without it. Medians of several runs."""
 
+import os
 import resource
 import time
 
@@ -21,6 +22,7 @@ def median_ms(runs, f):
 
 
 def main():
+    torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
     torch.manual_seed(1337)
     model = GPT2LMHeadModel(GPT2Config()).eval()
     ids = torch.tensor([[(i * 7919) % 50257 for i in range(1024)]])
@@ -28,6 +30,9 @@ def main():
     with torch.no_grad():
         forward = median_ms(5, lambda: model(ids, use_cache=False))
         print(f"torch forward B=1 T=1024: {forward:.1f} ms")
+        L, C = 12, 768
+        params = 50257 * C + 1024 * C + L * (12 * C * C + 13 * C) + 2 * C
+        print(f"bench-row gpt2-forward-b1t1024 ms={forward} gflop={(2 * params + 4 * L * C * 1024) * 1024 / 1e9}")
         past = model(ids[:, :1000], use_cache=True).past_key_values
 
         def cached_step():
@@ -38,6 +43,7 @@ def main():
         uncached = median_ms(3, lambda: model(ids[:, :1001], use_cache=False))
     print(f"torch decode at position 1000, with the cache: {cached:.1f} ms/token = {1e3 / cached:.1f} tokens/s")
     print(f"torch decode at position 1000, no cache: {uncached:.1f} ms/token = {1e3 / uncached:.2f} tokens/s")
+    print(f"bench-row gpt2-decode-cached ms={cached}")
     print(f"torch peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 

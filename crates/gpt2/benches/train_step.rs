@@ -32,11 +32,13 @@ fn peak_rss_mib() -> f64 {
 fn step_ms(config: GptConfig, (b, t): (usize, usize), runs: usize) -> f64 {
     let mut params = Params::new();
     let mut rng = TorchGenerator::manual_seed(1337);
-    let model = Gpt::new(
+    let mut model = Gpt::new(
         &mut Init::new(&mut params, &mut rng),
         config,
         InitScheme::Gpt2,
     );
+    // ZTH_FLASH=1: the fused attention (build-nanogpt's F.scaled_dot_product_attention).
+    model.set_flash(std::env::var("ZTH_FLASH").is_ok_and(|v| v == "1"));
     let mut optimizer = configure_optimizers(&params, 0.1, 6e-4);
     let ids: Vec<usize> = (0..b * t + 1).map(|i| (i * 7919) % 50257).collect();
     let mut next_batch = || (ids[..b * t].to_vec(), ids[1..].to_vec());
@@ -61,6 +63,14 @@ fn step_ms(config: GptConfig, (b, t): (usize, usize), runs: usize) -> f64 {
     times[runs / 2]
 }
 
+/// A training step's FLOPs, as nanoGPT's `estimate_mfu` counts them (PaLM's
+/// appendix B): 6 per parameter per token, plus attention's 12·L·C·T per token.
+fn step_gflop(config: GptConfig, (b, t): (usize, usize)) -> f64 {
+    let (l, c, v) = (config.n_layer, config.n_embd, config.vocab_size);
+    let params = v * c + config.block_size * c + l * (12 * c * c + 13 * c) + 2 * c;
+    (6 * params + 12 * l * c * t) as f64 * (b * t) as f64 / 1e9
+}
+
 fn main() {
     gpt2::keep_freed_memory();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -75,5 +85,15 @@ fn main() {
     gpt2.vocab_size = 50304;
     let ms = step_ms(gpt2, (4, 64), 3);
     println!("gpt2 124M train step B=4 T=64: {ms:.0} ms");
+    println!(
+        "bench-row gpt2-step-b4t64 ms={ms} gflop={}",
+        step_gflop(gpt2, (4, 64))
+    );
+    let ms = step_ms(gpt2, (1, 1024), 3);
+    println!("gpt2 124M train step B=1 T=1024: {ms:.0} ms");
+    println!(
+        "bench-row gpt2-step-b1t1024 ms={ms} gflop={}",
+        step_gflop(gpt2, (1, 1024))
+    );
     println!("gpt2 train step peak RSS: {:.0} MiB", peak_rss_mib());
 }

@@ -47,14 +47,24 @@ def step_ms(cfg, B, T, runs):
     return sorted(times[1:])[runs // 2]
 
 
+def step_gflop(cfg, B, T):
+    """nanoGPT's estimate_mfu count: 6 FLOPs per parameter per token, plus attention's 12*L*C*T."""
+    L, C, V = cfg.n_layer, cfg.n_embd, cfg.vocab_size
+    params = V * C + cfg.block_size * C + L * (12 * C * C + 13 * C) + 2 * C
+    return (6 * params + 12 * L * C * T) * B * T / 1e9
+
+
 def main():
-    # As many threads as ours (rayon's default); torch picks 1 here.
-    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    # As many threads as ours: ZTH_THREADS, else rayon's default (every core
+    # this process may use); torch picks 1 here.
+    torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     ms = step_ms(Cpu, 16, 64, 9)
     print(f"torch cpu-stage step B=16 T=64 (7.2M): {ms:.1f} ms, {16 * 64 / ms * 1e3:.0f} tok/s")
-    ms = step_ms(Gpt2, 4, 64, 3)
-    print(f"torch 124M train step B=4 T=64: {ms:.0f} ms")
+    for B, T in ((4, 64), (1, 1024)):
+        ms = step_ms(Gpt2, B, T, 3)
+        print(f"torch 124M train step B={B} T={T}: {ms:.0f} ms")
+        print(f"bench-row gpt2-step-b{B}t{T} ms={ms} gflop={step_gflop(Gpt2, B, T)}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"torch train step peak RSS: {peak:.0f} MiB")
 

@@ -16,9 +16,13 @@ fn main() {
     let pairs = bigrams(&words().unwrap_or_else(|e| panic!("{e}")));
     let xs: Vec<usize> = pairs.iter().map(|p| p.0).collect();
     let ys: Vec<usize> = pairs.iter().map(|p| p.1).collect();
-    for (name, encoding) in [
-        ("one-hot", Encoding::OneHot),
-        ("row index (E04)", Encoding::RowIndex),
+    for (name, row, encoding) in [
+        ("one-hot", "bigram-step-onehot", Encoding::OneHot),
+        (
+            "row index (E04)",
+            "bigram-step-rowindex",
+            Encoding::RowIndex,
+        ),
     ] {
         let mut model = NeuralBigram::init(&mut TorchGenerator::manual_seed(LECTURE_SEED));
         let mut times = Vec::new();
@@ -34,5 +38,6 @@ fn main() {
             steady[steady.len() / 2],
             steady[0]
         );
+        println!("bench-row {row} ms={}", steady[steady.len() / 2]);
     }
 }

@@ -20,20 +20,22 @@ for w in words:
 xs, ys = torch.tensor(xs), torch.tensor(ys)
 num = xs.nelement()
 
-for threads in (1, 2):
-    torch.set_num_threads(threads)
-    for name, one_hot in (("one-hot", True), ("row index (E04)", False)):
-        W = torch.randn((27, 27), generator=torch.Generator().manual_seed(2147483647), requires_grad=True)
-        times = []
-        for _ in range(22):
-            start = time.perf_counter()
-            logits = F.one_hot(xs, num_classes=27).float() @ W if one_hot else W[xs]
-            counts = logits.exp()
-            probs = counts / counts.sum(1, keepdims=True)
-            loss = -probs[torch.arange(num), ys].log().mean() + 0.01 * (W**2).mean()
-            W.grad = None
-            loss.backward()
-            W.data += -50 * W.grad
-            times.append((time.perf_counter() - start) * 1e3)
-        steady = sorted(times[2:])
-        print(f"torch  neural bigram step, {name:<16}: median {steady[len(steady) // 2]:7.2f} ms (min {steady[0]:.2f}), {threads} thread(s)")
+# As many threads as ours: ZTH_THREADS, else every core this process may use.
+torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
+threads = torch.get_num_threads()
+for name, one_hot in (("one-hot", True), ("row index (E04)", False)):
+    W = torch.randn((27, 27), generator=torch.Generator().manual_seed(2147483647), requires_grad=True)
+    times = []
+    for _ in range(22):
+        start = time.perf_counter()
+        logits = F.one_hot(xs, num_classes=27).float() @ W if one_hot else W[xs]
+        counts = logits.exp()
+        probs = counts / counts.sum(1, keepdims=True)
+        loss = -probs[torch.arange(num), ys].log().mean() + 0.01 * (W**2).mean()
+        W.grad = None
+        loss.backward()
+        W.data += -50 * W.grad
+        times.append((time.perf_counter() - start) * 1e3)
+    steady = sorted(times[2:])
+    print(f"torch  neural bigram step, {name:<16}: median {steady[len(steady) // 2]:7.2f} ms (min {steady[0]:.2f}), {threads} thread(s)")
+    print(f"bench-row bigram-step-{'onehot' if one_hot else 'rowindex'} ms={steady[len(steady) // 2]}")

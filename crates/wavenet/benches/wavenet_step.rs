@@ -33,4 +33,5 @@ fn main() {
     }
     let ms = start.elapsed().as_secs_f64() * 1e3 / STEPS as f64;
     println!("lecture 6 wavenet (rust): {ms:.4} ms/step");
+    println!("bench-row wavenet-step ms={ms}");
 }

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 
 WARMUP, STEPS = 200, 2000
+# As many threads as ours: ZTH_THREADS, else every core this process may use.
+torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
 DATA = os.environ.get("ZTH_DATA", "datasets")
 
 words = open(os.path.join(DATA, "names.txt")).read().splitlines()
@@ -133,3 +135,4 @@ start = time.perf_counter()
 for _ in range(STEPS):
     step()
 print(f"lecture 6 wavenet (torch): {(time.perf_counter() - start) * 1e3 / STEPS:.4f} ms/step")
+print(f"bench-row wavenet-step ms={(time.perf_counter() - start) * 1e3 / STEPS}")

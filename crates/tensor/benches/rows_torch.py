@@ -1,0 +1,27 @@
+"""PyTorch side of benches/rows.rs: the sgemm peak (1024^3) and 4096 tiny
+batched products (8x16 @ 16x8), best of 7 rounds, on ZTH_THREADS threads
+(default: every core this process may use). Prints `bench-row` lines for
+`cargo xtask bench`."""
+
+import os
+import time
+
+import torch
+
+torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
+for name, batch, m, k, n in (("sgemm-1024", 1, 1024, 1024, 1024), ("batched-4096x8x16x8", 4096, 8, 16, 8)):
+    lead = (batch,) if batch > 1 else ()
+    a, b = torch.randn(*lead, m, k), torch.randn(*lead, k, n)
+    flop = 2 * batch * m * k * n
+    reps = max(1, int(2e10 // flop))
+    for _ in range(3):
+        a @ b
+    best = float("inf")
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            a @ b
+        best = min(best, (time.perf_counter() - t0) / reps)
+    ms, gflop = best * 1e3, flop / 1e9
+    print(f"torch {name}: {ms:.4f} ms, {gflop / best:.1f} GFLOP/s, {torch.get_num_threads()} thread(s)")
+    print(f"bench-row {name} ms={ms} gflop={gflop}")
