@@ -13,6 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tensor::rng::TorchGenerator;
 
+// Every step allocates and frees the same large activations; mimalloc keeps
+// them (`gpt::keep_freed_memory`) instead of faulting fresh pages in each step.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "gpt",
@@ -98,6 +103,7 @@ struct SampleArgs {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
+    gpt::keep_freed_memory();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lecture(args) => lecture(args),

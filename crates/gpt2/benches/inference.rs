@@ -40,6 +40,7 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
+    gpt2::keep_freed_memory();
     let mut params = Params::new();
     let mut rng = TorchGenerator::manual_seed(1337);
     let model = Gpt::new(
