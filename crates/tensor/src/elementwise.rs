@@ -9,6 +9,7 @@
 //! way, so the result has the same bits on any number of threads.
 
 use crate::numeric::{erf, gelu_into, normal_cdf_into, tanh_f32, tanh_into, SimdPath};
+use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, max_threads, Tensor};
 
 /// An element-wise pass over fewer elements than this stays on one thread:
@@ -41,11 +42,13 @@ fn fill_in_pieces(
         return;
     }
     let piece = rows.div_ceil(threads) * align;
-    let fill = &fill;
-    rayon::scope(|scope| {
-        for (i, chunk) in out.chunks_mut(piece).enumerate() {
-            scope.spawn(move |_| fill(i * piece, chunk));
-        }
+    let (len, out) = (out.len(), SharedMut(out.as_mut_ptr()));
+    for_each_piece(len.div_ceil(piece), |i| {
+        let start = i * piece;
+        // SAFETY: piece i is `out[start..start + piece]`, written by this piece only.
+        let chunk =
+            unsafe { std::slice::from_raw_parts_mut(out.ptr().add(start), piece.min(len - start)) };
+        fill(start, chunk);
     });
 }
 

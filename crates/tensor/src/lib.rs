@@ -20,6 +20,7 @@ mod index;
 mod matmul;
 mod nn;
 mod numeric;
+mod pool;
 mod reduce;
 pub mod rng;
 mod shape;

@@ -8,21 +8,27 @@
 //! `matrixmultiply` (ndarray's `dot`) and PyTorch 2.15's CPU build both reach
 //! about 110; `benches/matmul.rs` and `benches/matmul_torch.py` measure this.
 //!
-//! Threads: a product big enough to split (gemm decides, from about 48·48·256
-//! multiply-adds) uses up to [`max_threads`] threads. A batch of products too small
-//! to split is divided across threads instead. `ZTH_THREADS=1` keeps everything on
-//! the calling thread, which is what parallel test runs want.
+//! Threads: a product of at least [`SPLIT_FROM`] multiply-adds is cut into one
+//! block of columns (or rows) per thread, each block a gemm call of its own on
+//! the workers of [`crate::pool`]; a batch of smaller products is divided
+//! across threads instead. gemm's own threading wakes rayon's sleeping threads
+//! for every product, which cost more than it saved on the lectures' small
+//! products. `ZTH_THREADS=1` keeps everything on the calling thread.
 
+use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, Tensor};
 use gemm::Parallelism;
-use ndarray::{ArrayD, ArrayView2, ArrayView3, ArrayViewD, Axis, Ix2, IxDyn};
+use ndarray::{s, ArrayD, ArrayView2, ArrayView3, ArrayViewD, Axis, Ix2, IxDyn};
 use std::sync::OnceLock;
 
-/// Below this many multiply-adds per product gemm runs on one thread (its
-/// default threading threshold), so a batch of them is split across threads.
-const SPLIT_BATCH_BELOW: usize = 48 * 48 * 256;
-/// A batch with fewer multiply-adds than this in total is not worth a thread spawn.
-const SPAWN_ABOVE: usize = 1 << 18;
+/// A product of this many multiply-adds (about 7 µs on one core) or more is
+/// split between threads; a batch of smaller ones is divided instead.
+const SPLIT_FROM: usize = 1 << 20;
+/// A batch of small products with fewer multiply-adds than this stays on one thread.
+const SPLIT_BATCH_FROM: usize = 1 << 18;
+/// Blocks of a split product start at multiples of this many rows or columns,
+/// whole register tiles of gemm's kernels.
+const BLOCK_ALIGN: usize = 64;
 
 /// The thread count, fixed on first use.
 static THREADS: OnceLock<usize> = OnceLock::new();
@@ -126,17 +132,17 @@ impl Tensor {
             let bv = b.data.broadcast(IxDyn(&b_shape)).expect("checked batch");
             let (a3, b3) = (stack_of_matrices(&av, count), stack_of_matrices(&bv, count));
             let threads = max_threads().min(count);
-            if threads > 1 && m * k * n < SPLIT_BATCH_BELOW && count * m * k * n > SPAWN_ABOVE {
-                let per_thread = count.div_ceil(threads);
-                std::thread::scope(|scope| {
-                    for (t, part) in c.chunks_mut(per_thread * m * n).enumerate() {
-                        let (a3, b3) = (&a3, &b3);
-                        scope.spawn(move || {
-                            for (j, cj) in part.chunks_mut(m * n).enumerate() {
-                                let i = t * per_thread + j;
-                                product(&a3.matrix(i), &b3.matrix(i), cj, 1);
-                            }
-                        });
+            if threads > 1 && m * k * n < SPLIT_FROM && count * m * k * n > SPLIT_BATCH_FROM {
+                // Products too small to split: the batch is divided instead.
+                let per_piece = count.div_ceil(threads);
+                let out = SharedMut(c.as_mut_ptr());
+                for_each_piece(threads, |piece| {
+                    for i in piece * per_piece..count.min((piece + 1) * per_piece) {
+                        // SAFETY: matrix i of the output, written by this piece only.
+                        let ci = unsafe {
+                            std::slice::from_raw_parts_mut(out.ptr().add(i * m * n), m * n)
+                        };
+                        product(&a3.matrix(i), &b3.matrix(i), ci, 1);
                     }
                 });
             } else {
@@ -158,7 +164,9 @@ impl Tensor {
     }
 }
 
-/// `c = a @ b`, with `c` a row-major `(M, N)` buffer.
+/// `c = a @ b`, with `c` a row-major `(M, N)` buffer. A product of at least
+/// [`SPLIT_FROM`] multiply-adds is cut into one block of columns (or of rows,
+/// when it is tall) per thread.
 fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [f32], threads: usize) {
     let ((m, k), (k2, n)) = (a.dim(), b.dim());
     assert!(
@@ -168,23 +176,60 @@ fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [f32], threads: usi
         b.dim(),
         c.len()
     );
-    let parallelism = if threads > 1 {
-        Parallelism::Rayon(threads)
+    let pieces = if threads > 1 && m * k * n >= SPLIT_FROM {
+        threads
     } else {
-        Parallelism::None
+        1
     };
+    let split_columns = n >= m;
+    let long_side = if split_columns { n } else { m };
+    let block = long_side.div_ceil(pieces).next_multiple_of(BLOCK_ALIGN);
+    let (short_side, last_block) = (if split_columns { m } else { n }, long_side % block);
+    // gemm sums K in blocks of a size that depends on the shape only through
+    // "both sides at most 64" (and sends tiny outputs to other kernels), so a
+    // block that keeps a side over 64 gives the bits of the whole product.
+    let same_sums =
+        short_side > 64 || short_side > 1 && block > 64 && (last_block == 0 || last_block > 64);
+    if pieces == 1 || block >= long_side || !same_sums {
+        // SAFETY: `c` holds exactly M·N elements, row-major.
+        unsafe { gemm_into(a, b, c.as_mut_ptr(), n) };
+        return;
+    }
+    let out = SharedMut(c.as_mut_ptr());
+    for_each_piece(long_side.div_ceil(block), |piece| {
+        let range = piece * block..long_side.min((piece + 1) * block);
+        // SAFETY: each piece writes its own columns (or rows) of `c`.
+        unsafe {
+            if split_columns {
+                let b_part = b.slice(s![.., range.clone()]);
+                gemm_into(a, &b_part, out.ptr().add(range.start), n);
+            } else {
+                let a_part = a.slice(s![range.clone(), ..]);
+                gemm_into(&a_part, b, out.ptr().add(range.start * n), n);
+            }
+        }
+    });
+}
+
+/// `dst = a @ b` on the calling thread, with `dst` row-major with rows `row_stride` apart.
+///
+/// # Safety
+/// `dst` must be valid for writes at `i·row_stride + j` for every row `i` of `a`
+/// and column `j` of `b`.
+unsafe fn gemm_into(a: &ArrayView2<f32>, b: &ArrayView2<f32>, dst: *mut f32, row_stride: usize) {
+    let ((m, k), n) = (a.dim(), b.dim().1);
     // SAFETY: the views guarantee that every element at `ptr + i·row_stride +
-    // j·col_stride` inside their dimensions is readable; `c` holds exactly M·N
-    // elements written at `i·N + j`. With read_dst = false gemm overwrites `c`
-    // (alpha, the factor of the old `c`, is unused) with 1.0 · a @ b.
+    // j·col_stride` inside their dimensions is readable; the caller vouches for
+    // `dst`. With read_dst = false gemm overwrites `dst` (alpha, the factor of
+    // the old `dst`, is unused) with 1.0 · a @ b.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            c.as_mut_ptr(),
+            dst,
             1,
-            n as isize,
+            row_stride as isize,
             false,
             a.as_ptr(),
             a.strides()[1],
@@ -197,7 +242,7 @@ fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [f32], threads: usi
             false,
             false,
             false,
-            parallelism,
+            Parallelism::None,
         );
     }
 }
@@ -293,21 +338,41 @@ mod tests {
 
     #[test]
     fn thread_count_does_not_change_a_single_bit() {
-        // gemm splits rows and columns between threads, never the K sum, so a run
-        // with ZTH_THREADS=1 reproduces a run with 2 exactly.
-        let (a, b) = (filled(&[300, 500], 5), filled(&[500, 200], 6));
-        let (a2, b2) = (
-            a.view().into_dimensionality::<Ix2>().unwrap(),
-            b.view().into_dimensionality::<Ix2>().unwrap(),
-        );
-        let mut one = vec![0f32; 300 * 200];
-        let mut two = vec![0f32; 300 * 200];
-        product(&a2, &b2, &mut one, 1);
-        product(&a2, &b2, &mut two, 2);
-        assert!(one
-            .iter()
-            .zip(&two)
-            .all(|(x, y)| x.to_bits() == y.to_bits()));
+        // A split product runs gemm on blocks of columns (or rows) and never
+        // splits the K sum, so a run with ZTH_THREADS=1 reproduces a run with 2
+        // exactly. Shapes: rows split with a short last block; K over gemm's
+        // 512-long sums with a side of at most 64; one whose blocks would have
+        // both sides at most 64, and so other sums (it stays whole; splitting
+        // it changes bits); a tall product; and a transposed right operand.
+        for (m, k, n, transposed) in [
+            (40, 2000, 100, false),
+            (300, 500, 200, false),
+            (300, 1000, 200, false),
+            (40, 2000, 700, false),
+            (4096, 48, 70, false),
+            (768, 768, 129, true),
+        ] {
+            let a = filled(&[m, k], 5);
+            let b = if transposed {
+                filled(&[n, k], 6).transpose(0, 1)
+            } else {
+                filled(&[k, n], 6)
+            };
+            let (a2, b2) = (
+                a.data.view().into_dimensionality::<Ix2>().unwrap(),
+                b.data.view().into_dimensionality::<Ix2>().unwrap(),
+            );
+            let mut one = vec![0f32; m * n];
+            let mut two = vec![0f32; m * n];
+            product(&a2, &b2, &mut one, 1);
+            product(&a2, &b2, &mut two, 2);
+            assert!(
+                one.iter()
+                    .zip(&two)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{m}x{k}x{n}: threads changed the bits"
+            );
+        }
     }
 
     #[test]
