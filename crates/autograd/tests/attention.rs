@@ -2,8 +2,8 @@
 //! the lecture's own lines, `q @ kᵀ · scale`, `masked_fill`, `softmax`, `@ v`:
 //! forward and the gradients of q, k and v.
 //!
-//! The fused op goes through the same ops one (batch, head) pair at a time,
-//! and recomputes the weights in backward instead of keeping them, so the two
+//! The fused op goes through the same ops a few batch rows at a time (at most
+//! 2²² floats of weights in a chunk), and recomputes the weights in backward instead of keeping them, so the two
 //! agree bit for bit: no rounding is allowed to differ. (Only a zero's sign
 //! may: at T = 1 the plain tape adds a gradient of −0 into +0, the fused op
 //! hands it on as it is, so the values are compared with `==`.)
@@ -60,14 +60,17 @@ fn same(a: &Tensor, b: &Tensor) -> bool {
 #[test]
 fn fused_attention_gives_the_lectures_lines_bits() {
     let mut gen = TorchGenerator::manual_seed(1337);
-    // Lecture 7's cpu stage (B12 T64, 4 heads of 32) among them, and T = 1024,
-    // which the fused op cuts into chunks of four pairs (4 + 2 here).
+    // Lecture 7's cpu stage (B12 T64, 4 heads of 32) among them; T = 1024, one
+    // batch row over the chunk size (a chunk of its own); and B3 with 8 heads
+    // of T = 512, 2²¹ weights a row, which the fused op cuts into chunks of
+    // 2 + 1 rows.
     for shape in [
         [2, 3, 17, 16],
         [12, 4, 64, 32],
         [3, 1, 9, 12],
         [1, 4, 1, 8],
         [1, 6, 1024, 8],
+        [3, 8, 512, 8],
     ] {
         let (q, k, v) = (gen.randn(&shape), gen.randn(&shape), gen.randn(&shape));
         let seed = gen.randn(&shape);

@@ -265,7 +265,7 @@ impl<'g> Var<'g> {
     /// `F.scaled_dot_product_attention(q, k, v, is_causal)` for `self` = q and
     /// `k`, `v` of shape `(B, nh, T, hs)`: `softmax(q kᵀ / √hs) v`, query `i`
     /// seeing keys `0..=i` when `is_causal`; no dropout. One op on the tape
-    /// ([`tensor::attention`]): it works one (batch, head) pair at a time and
+    /// ([`tensor::attention`]): it works a few batch rows at a time and
     /// keeps no `(B, nh, T, T)` weights for backward, which recomputes them.
     /// nanoGPT's `flash` branch calls it; the lecture's own lines (`q @ kᵀ`,
     /// `masked_fill`, `softmax`, `@ v`) give the same bits (`tests/attention.rs`).
