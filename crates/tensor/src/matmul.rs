@@ -18,7 +18,8 @@
 use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, Tensor};
 use gemm::Parallelism;
-use ndarray::{s, ArrayD, ArrayView2, ArrayView3, ArrayViewD, Axis, Ix2, IxDyn};
+use ndarray::{s, ArrayView2, ArrayView3, ArrayViewD, Axis, Ix2, IxDyn};
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 /// A product of this many multiply-adds (about 7 µs on one core) or more is
@@ -108,10 +109,13 @@ impl Tensor {
 
         let mut out_shape = batch.clone();
         out_shape.extend([m, n]);
-        let mut out = ArrayD::<f32>::zeros(IxDyn(&out_shape));
-        let c = out.as_slice_mut().expect("fresh standard layout");
+        let len = count * m * n;
+        // gemm overwrites every element, so the output is not zeroed first.
+        let mut values: Vec<f32> = Vec::with_capacity(len);
+        let c = &mut values.spare_capacity_mut()[..len];
         if c.is_empty() || k == 0 {
             // Nothing to compute: an empty result, or sums of zero terms.
+            c.fill(MaybeUninit::new(0.0));
         } else if rb == 2 {
             // A stack of matrices times one matrix is one tall product: (B·M, K) @ (K, N).
             let rows = if ra == 2 {
@@ -152,7 +156,9 @@ impl Tensor {
             }
         }
 
-        let mut result = Tensor::from_array(out);
+        // SAFETY: every branch above wrote all `len` elements.
+        unsafe { values.set_len(len) };
+        let mut result = Tensor::from_vec(values, &out_shape);
         let last = result.ndim() as isize - 1;
         if right_vector {
             result = result.squeeze(last);
@@ -164,10 +170,11 @@ impl Tensor {
     }
 }
 
-/// `c = a @ b`, with `c` a row-major `(M, N)` buffer. A product of at least
+/// `c = a @ b`, with `c` a row-major `(M, N)` buffer that this writes whole
+/// (it need not hold values before). A product of at least
 /// [`SPLIT_FROM`] multiply-adds is cut into one block of columns (or of rows,
 /// when it is tall) per thread.
-fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [f32], threads: usize) {
+fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [MaybeUninit<f32>], threads: usize) {
     let ((m, k), (k2, n)) = (a.dim(), b.dim());
     assert!(
         k == k2 && c.len() == m * n,
@@ -192,10 +199,10 @@ fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [f32], threads: usi
         short_side > 64 || short_side > 1 && block > 64 && (last_block == 0 || last_block > 64);
     if pieces == 1 || block >= long_side || !same_sums {
         // SAFETY: `c` holds exactly M·N elements, row-major.
-        unsafe { gemm_into(a, b, c.as_mut_ptr(), n) };
+        unsafe { gemm_into(a, b, c.as_mut_ptr().cast(), n) };
         return;
     }
-    let out = SharedMut(c.as_mut_ptr());
+    let out = SharedMut(c.as_mut_ptr().cast::<f32>());
     for_each_piece(long_side.div_ceil(block), |piece| {
         let range = piece * block..long_side.min((piece + 1) * block);
         // SAFETY: each piece writes its own columns (or rows) of `c`.
@@ -362,10 +369,14 @@ mod tests {
                 a.data.view().into_dimensionality::<Ix2>().unwrap(),
                 b.data.view().into_dimensionality::<Ix2>().unwrap(),
             );
-            let mut one = vec![0f32; m * n];
-            let mut two = vec![0f32; m * n];
-            product(&a2, &b2, &mut one, 1);
-            product(&a2, &b2, &mut two, 2);
+            let run = |threads| {
+                let mut c = vec![MaybeUninit::new(f32::NAN); m * n];
+                product(&a2, &b2, &mut c, threads);
+                c.iter()
+                    .map(|x| unsafe { x.assume_init() })
+                    .collect::<Vec<f32>>()
+            };
+            let (one, two) = (run(1), run(2));
             assert!(
                 one.iter()
                     .zip(&two)

@@ -169,18 +169,24 @@ pub(crate) fn for_each_piece(pieces: usize, run: impl Fn(usize) + Sync) {
 }
 
 /// A pointer that pieces share; each piece writes a part no other piece touches.
-#[derive(Clone, Copy)]
-pub(crate) struct SharedMut(pub *mut f32);
+pub(crate) struct SharedMut<T>(pub *mut T);
 
-impl SharedMut {
+impl<T> Clone for SharedMut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedMut<T> {}
+
+impl<T> SharedMut<T> {
     /// The pointer (a method, so that closures capture the whole `SharedMut`).
-    pub fn ptr(self) -> *mut f32 {
+    pub fn ptr(self) -> *mut T {
         self.0
     }
 }
 // SAFETY: users hand each piece a disjoint part of the buffer.
-unsafe impl Send for SharedMut {}
-unsafe impl Sync for SharedMut {}
+unsafe impl<T: Send> Send for SharedMut<T> {}
+unsafe impl<T: Send> Sync for SharedMut<T> {}
 
 #[cfg(test)]
 mod tests {
