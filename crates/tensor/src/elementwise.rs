@@ -20,12 +20,16 @@ const PARALLEL_FROM: usize = 1 << 15;
 /// `fill(start, piece)` writes `out[start..start + piece.len()]`. Pieces start
 /// at multiples of `align` (a row's length, for row-wise work).
 pub fn parallel_fill(out: &mut [f32], align: usize, fill: impl Fn(usize, &mut [f32]) + Sync) {
-    let threads = if out.len() < PARALLEL_FROM {
+    fill_in_pieces(out, align, threads_for(out.len()), fill);
+}
+
+/// How many threads a pass over `len` elements is split between.
+fn threads_for(len: usize) -> usize {
+    if len < PARALLEL_FROM {
         1
     } else {
-        max_threads().min(out.len() / (PARALLEL_FROM / 2))
-    };
-    fill_in_pieces(out, align, threads, fill);
+        max_threads().min(len / (PARALLEL_FROM / 2))
+    }
 }
 
 /// A new vector of `len` values, written piece by piece as [`parallel_fill`]
@@ -38,12 +42,12 @@ pub(crate) fn parallel_collect(
     fill: impl Fn(usize, &mut [MaybeUninit<f32>]) + Sync,
 ) -> Vec<f32> {
     let mut out = Vec::with_capacity(len);
-    let threads = if len < PARALLEL_FROM {
-        1
-    } else {
-        max_threads().min(len / (PARALLEL_FROM / 2))
-    };
-    fill_in_pieces(&mut out.spare_capacity_mut()[..len], align, threads, fill);
+    fill_in_pieces(
+        &mut out.spare_capacity_mut()[..len],
+        align,
+        threads_for(len),
+        fill,
+    );
     // SAFETY: the pieces cover `0..len`, and `fill` wrote each of them whole.
     unsafe { out.set_len(len) };
     out
@@ -296,7 +300,7 @@ impl Tensor {
         self.map(|x| erf(x as f64) as f32)
     }
 
-    /// `F.gelu(x)`: `x * Φ(x) = x/2 * (1 + erf(x/√2))`, with `Φ` from [`normal_cdf`]
+    /// `F.gelu(x)`: `x * Φ(x) = x/2 * (1 + erf(x/√2))`, with `Φ` from [`crate::normal_cdf`]
     /// (relative error below 1.2e-7, one `exp`), since GELU runs on every hidden
     /// unit of a transformer and the series of [`erf`] is too slow for that.
     pub fn gelu(&self) -> Tensor {
