@@ -10,8 +10,9 @@
 
 use crate::{Graph, ParamId, Params, Var};
 use std::cell::RefCell;
+use tensor::attention::WeightDropout;
 use tensor::rng::TorchGenerator;
-use tensor::Tensor;
+use tensor::{KeepMask, Tensor};
 
 /// What a forward pass needs besides its input: one per training step,
 /// evaluation or sampling step.
@@ -74,6 +75,20 @@ impl<'g, 'p> ForwardPass<'g, 'p> {
     /// A parameter as a leaf of this step's graph.
     pub fn param(&self, id: ParamId) -> Var<'g> {
         self.graph.param(self.params, id)
+    }
+
+    /// Dropout on attention weights of `shape` inside the fused op
+    /// ([`Var::attention`]): the keep mask [`ForwardPass::dropout`] would draw
+    /// here, one bit per weight; `None` where it would draw nothing (eval
+    /// mode, `p = 0`).
+    pub fn weight_dropout(&self, p: f32, shape: &[usize]) -> Option<WeightDropout> {
+        match self.dropout_rng {
+            Some(rng) if p > 0.0 => Some(WeightDropout {
+                keep: KeepMask::pack(&rng.borrow_mut().bernoulli_keep_mask(p, shape)),
+                p,
+            }),
+            _ => None,
+        }
     }
 
     // ANCHOR: dropout

@@ -89,3 +89,84 @@ fn fused_attention_gives_the_lectures_lines_bits() {
         }
     }
 }
+
+/// Output, dq, dk, dv of the video's head (`gpt.py`'s `Head.forward`, one
+/// head, `(B, T, hs)`): its lines with dropout on the weights, or the fused op
+/// given the same keep mask, drawn from the same generator.
+fn run_head(fused: bool, p: f32, scale: f32, qkv: [&Tensor; 3], seed: &Tensor) -> [Tensor; 4] {
+    use tensor::attention::{Attention, WeightDropout};
+    let graph = Graph::new();
+    let [q, k, v] = qkv.map(|x| graph.leaf(x.clone()));
+    let (b, t) = (q.shape()[0], q.shape()[1]);
+    let mut gen = TorchGenerator::manual_seed(42);
+    let y = if fused {
+        let keep = gen.bernoulli_keep_mask(p, &[b, 1, t, t]); // (B, 1, T, T)
+        let op = Attention {
+            causal: true,
+            scale,
+            dropout: Some(WeightDropout {
+                keep: tensor::KeepMask::pack(&keep),
+                p,
+            }),
+        };
+        let y = q.unsqueeze(1).attention(k.unsqueeze(1), v.unsqueeze(1), op); // (B, 1, T, hs)
+        y.squeeze(1) // (B, T, hs)
+    } else {
+        let wei = q.matmul(k.transpose(-2, -1)) * scale; // (B, T, T)
+        let wei = wei.masked_fill(&future_mask(t), f32::NEG_INFINITY); // (B, T, T)
+        let wei = wei.softmax(-1); // (B, T, T)
+        let wei = wei.dropout(p, &mut gen); // (B, T, T)
+        wei.matmul(v) // (B, T, hs)
+    };
+    let grads = (y * graph.constant(seed.clone())).sum_all().backward();
+    let grad = |x| grads.of(x).expect("a gradient").clone();
+    [y.value(), grad(q), grad(k), grad(v)]
+}
+
+#[test]
+fn fused_attention_with_dropout_gives_the_video_heads_bits() {
+    let mut gen = TorchGenerator::manual_seed(1337);
+    // gpt.py's full stage (B64 T256, heads of 64, scale 64^-0.5 as
+    // `k.shape[-1]**-0.5` rounds it) and small odd shapes with the video's
+    // early C^-0.5 scale; p = 0.2 as gpt.py, and the edge cases 0 and 1.
+    let full_scale = 64f64.powf(-0.5) as f32;
+    for (shape, scale) in [
+        ([64, 256, 64], full_scale),
+        ([3, 17, 16], 32f64.powf(-0.5) as f32),
+        ([2, 1, 8], 0.3),
+    ] {
+        let (q, k, v) = (gen.randn(&shape), gen.randn(&shape), gen.randn(&shape));
+        let seed = gen.randn(&shape);
+        for p in [0.2, 0.0, 1.0] {
+            let fused = run_head(true, p, scale, [&q, &k, &v], &seed);
+            let plain = run_head(false, p, scale, [&q, &k, &v], &seed);
+            for (n, (f, pl)) in fused.iter().zip(&plain).enumerate() {
+                let name = ["output", "dq", "dk", "dv"][n];
+                assert_eq!(f.shape(), pl.shape(), "{shape:?} {name}");
+                assert!(
+                    same(f, pl),
+                    "{shape:?} p={p} {name}: fused and plain differ, by up to {:e}",
+                    f.sub(pl)
+                        .to_vec()
+                        .iter()
+                        .fold(0.0f32, |m, d| m.max(d.abs()))
+                );
+            }
+        }
+    }
+}
+
+/// The op checks that the keep mask covers its weights.
+#[test]
+#[should_panic(expected = "a keep mask of [2, 1, 5, 5] for weights of [2, 1, 4, 4]")]
+fn fused_attention_rejects_a_keep_mask_of_another_shape() {
+    use tensor::attention::{Attention, WeightDropout};
+    let x = Tensor::ones(&[2, 1, 4, 8]);
+    let keep = tensor::KeepMask::pack(&Tensor::ones(&[2, 1, 5, 5]));
+    let op = Attention {
+        causal: true,
+        scale: 0.5,
+        dropout: Some(WeightDropout { keep, p: 0.1 }),
+    };
+    op.forward(&x, &x, &x);
+}

@@ -12,6 +12,7 @@ use crate::nn::{future_mask, Embedding, ForwardPass, Init, Linear};
 use autograd::{Graph, ParamId, Params, Var};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use tensor::attention::Attention;
 use tensor::Tensor;
 
 // ANCHOR: layer_norm
@@ -61,8 +62,8 @@ pub struct CausalSelfAttention {
     pub dropout: f32,
     /// nanoGPT's `self.flash`: attention as one fused op,
     /// [`Var::scaled_dot_product_attention`], which never stores the
-    /// `(B, nh, T, T)` weights. Off in lecture 7's stages, which teach the
-    /// lines it replaces; without dropout only, as the fused op has none.
+    /// `(B, nh, T, T)` weights, dropout on them included. Off in lecture 7's
+    /// stages, which teach the lines it replaces.
     pub flash: bool,
 }
 
@@ -97,9 +98,14 @@ impl CausalSelfAttention {
                 .transpose(1, 2) // (B, nh, T, hs)
         };
         let (q, k, v) = (heads(0), heads(1), heads(2)); // each (B, nh, T, hs)
-        let y = if self.flash && self.dropout == 0.0 {
+        let y = if self.flash && pass.dropout_inputs.is_none() {
             // The lines below as one op that keeps no (B, nh, T, T) weights; the same bits.
-            q.scaled_dot_product_attention(k, v, true) // (B, nh, T, hs)
+            let dropout = pass.weight_dropout(self.dropout, &[b, nh, t, t]); // (B, nh, T, T) bits
+            let op = Attention {
+                dropout,
+                ..Attention::scaled_dot_product(true, hs)
+            };
+            q.attention(k, v, op) // (B, nh, T, hs)
         } else {
             let att = q.matmul(k.transpose(-2, -1)) * (1.0 / (hs as f64).sqrt()) as f32; // (B, nh, T, T)
             let att = att.masked_fill(&future_mask(t), f32::NEG_INFINITY); // (B, nh, T, T)

@@ -235,6 +235,7 @@ impl Config {
             dropout: 0.0,
             body: VideoBody::Attention,
             head_size_scale: false,
+            flash: false,
         };
         let video_train = TrainConfig {
             batch_size: 32,
@@ -305,6 +306,9 @@ impl Config {
                     block_size: 256,
                     dropout: 0.2,
                     body: VideoBody::PreNormBlocks,
+                    // Not stored, the weights of 36 heads would be 3.6 GB
+                    // (`Head::forward`); the same bits either way.
+                    flash: true,
                     ..video
                 }),
                 TrainConfig {

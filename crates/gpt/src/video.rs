@@ -11,6 +11,7 @@ use crate::model::LayerNorm;
 use crate::nn::{future_mask, Embedding, ForwardPass, Init, Linear};
 use autograd::Var;
 use serde::{Deserialize, Serialize};
+use tensor::attention::Attention;
 
 /// What sits between the embeddings and `lm_head` at each stage of the video.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +49,11 @@ pub struct VideoConfig {
     /// as gpt.py does after the video; otherwise the video's `C**-0.5`, C =
     /// n_embd, with PyTorch's default init.
     pub head_size_scale: bool,
+    /// Each head's attention as one fused op that keeps no `(B, T, T)`
+    /// weights for backward ([`Head::forward`]), as nanoGPT's `flash`: the
+    /// same bits, a fraction of the memory. Only the `full` stage has it.
+    #[serde(default)]
+    pub flash: bool,
 }
 
 impl VideoConfig {
@@ -106,6 +112,8 @@ pub struct Head {
     pub scale: f32,
     /// Dropout on the attention weights.
     pub dropout: f32,
+    /// The fused op instead of the lines ([`VideoConfig::flash`]).
+    pub flash: bool,
 }
 
 impl Head {
@@ -118,12 +126,16 @@ impl Head {
             value: Linear::new(init, &format!("{name}.value"), c, head_size, false),
             scale: config.attention_scale(),
             dropout: config.dropout,
+            flash: config.flash,
         }
     }
 
     // ANCHOR: head
     /// `(B, T, C) -> (B, T, hs)`.
     pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
+        if self.flash && pass.dropout_inputs.is_none() {
+            return self.forward_fused(pass, x); // the lines below as one op: the same bits
+        }
         let t = x.shape()[1];
         let k = self.key.forward(pass, x); // (B, T, hs)
         let q = self.query.forward(pass, x); // (B, T, hs)
@@ -135,6 +147,24 @@ impl Head {
         wei.matmul(v) // (B, T, T) @ (B, T, hs) -> (B, T, hs)
     }
     // ANCHOR_END: head
+
+    /// [`Head::forward`]'s lines as one op ([`Var::attention`]), which keeps
+    /// no `(B, T, T)` weights for backward but recomputes them: the same
+    /// scale, and the same keep mask drawn from the same generator at the
+    /// same point (the projections draw nothing), so the same bits.
+    fn forward_fused<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
+        let (b, t) = (x.shape()[0], x.shape()[1]);
+        let k = self.key.forward(pass, x); // (B, T, hs)
+        let q = self.query.forward(pass, x); // (B, T, hs)
+        let v = self.value.forward(pass, x); // (B, T, hs)
+        let op = Attention {
+            causal: true,
+            scale: self.scale,
+            dropout: pass.weight_dropout(self.dropout, &[b, 1, t, t]), // (B, 1, T, T) bits
+        };
+        let y = q.unsqueeze(1).attention(k.unsqueeze(1), v.unsqueeze(1), op); // (B, 1, T, hs): one head
+        y.squeeze(1) // (B, T, hs)
+    }
 }
 
 /// Several heads side by side, their outputs concatenated.

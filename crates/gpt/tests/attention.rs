@@ -244,6 +244,7 @@ fn video_config(n_embd: usize, n_head: usize) -> VideoConfig {
         dropout: 0.0,
         body: VideoBody::Attention,
         head_size_scale: false,
+        flash: false,
     }
 }
 
@@ -305,4 +306,87 @@ fn attention_weights_are_the_ones_forward_mixes_the_values_with() {
     let mixed = mixed.transpose(1, 2).reshape(&[1, t, c]).value().to_vec();
     let forward = attn.forward(&pass, x).value().to_vec();
     assert_close("att @ v vs forward", &mixed, &forward, 1e-6);
+}
+
+/// The loss and every parameter's gradient (in parameter order) of one
+/// training step, dropout drawn from `rng`, on a fixed batch of 3 × 16.
+fn training_step(model: &gpt::Model, params: &Params, rng: TorchGenerator) -> (f32, Vec<Vec<f32>>) {
+    let (b, t) = (3, 16);
+    let x: Vec<usize> = (0..b * t).map(|i| (i * 7 + 3) % 65).collect();
+    let y: Vec<usize> = (0..b * t).map(|i| (i * 11 + 5) % 65).collect();
+    let graph = Graph::new();
+    let rng = std::cell::RefCell::new(rng);
+    let pass = ForwardPass::train(&graph, params, &rng);
+    let loss = model.loss(&pass, &x, &y, b, t); // scalar
+    let grads = loss.backward();
+    let mut by_param: Vec<(usize, Vec<f32>)> = grads
+        .params()
+        .iter()
+        .map(|(id, g)| (id.0, g.to_vec()))
+        .collect();
+    by_param.sort_by_key(|(id, _)| *id);
+    let loss = loss.value().to_vec()[0];
+    (loss, by_param.into_iter().map(|(_, g)| g).collect())
+}
+
+/// The fused step's loss and gradients have the plain step's bits.
+fn assert_same_step(fused: (f32, Vec<Vec<f32>>), plain: (f32, Vec<Vec<f32>>)) {
+    assert_eq!(fused.0.to_bits(), plain.0.to_bits(), "loss");
+    assert_eq!(fused.1.len(), plain.1.len());
+    for (i, (f, p)) in fused.1.iter().zip(&plain.1).enumerate() {
+        assert!(
+            f.iter().zip(p).all(|(a, b)| a == b),
+            "parameter {i}: fused and plain gradients differ"
+        );
+    }
+}
+
+/// gpt.py's model (pre-norm blocks, separate heads, dropout 0.2 on the
+/// weights too), small: the loss and every parameter's gradient of one
+/// training step, with the heads' lines or with the fused op (`flash`, which
+/// the `full` stage uses). The generator draws the same masks in both.
+fn video_step(flash: bool) -> (f32, Vec<Vec<f32>>) {
+    use gpt::video::VideoGpt;
+    let config = VideoConfig {
+        block_size: 16,
+        n_layer: 2,
+        dropout: 0.2,
+        body: VideoBody::PreNormBlocks,
+        head_size_scale: true,
+        flash,
+        ..video_config(24, 3)
+    };
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(1337);
+    let model = VideoGpt::new(&mut Init::new(&mut params, &mut rng), config);
+    training_step(&gpt::Model::Video(model), &params, rng)
+}
+
+#[test]
+fn the_full_stages_fused_heads_give_the_lines_bits() {
+    assert_same_step(video_step(true), video_step(false));
+}
+
+/// nanoGPT's model with dropout 0.1: the loss and every parameter's gradient
+/// of one training step through the lines or the fused op (`set_flash`).
+fn gpt_step(flash: bool) -> (f32, Vec<Vec<f32>>) {
+    let config = GptConfig {
+        block_size: 16,
+        vocab_size: 65,
+        n_layer: 2,
+        n_head: 4,
+        n_embd: 32,
+        dropout: 0.1,
+        bias: true,
+    };
+    let mut params = Params::new();
+    let mut rng = TorchGenerator::manual_seed(1337);
+    let mut model = Gpt::new(&mut Init::new(&mut params, &mut rng), config);
+    model.set_flash(flash);
+    training_step(&gpt::Model::Gpt(model), &params, rng)
+}
+
+#[test]
+fn nanogpts_flash_branch_with_dropout_gives_the_lines_bits() {
+    assert_same_step(gpt_step(true), gpt_step(false));
 }

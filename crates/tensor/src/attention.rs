@@ -8,39 +8,66 @@
 //! which live only while their chunk is, so attention needs that much instead
 //! of `B × nh × T²` floats for each layer kept for backward. Each chunk goes
 //! through the very ops of the lecture's lines (`q @ kᵀ`, `· scale`, `masked_fill`,
-//! `softmax`, `@ v`) and of their backward rules, on the same `gemm` kernels,
-//! so the numbers are the op-by-op version's, bit for bit (`autograd`'s
-//! `tests/attention.rs`). FlashAttention's tiles and online softmax would also
+//! `softmax`, dropout, `@ v`) and of their backward rules, on the same `gemm`
+//! kernels, so the numbers are the op-by-op version's, bit for bit
+//! (`autograd`'s `tests/attention.rs`). Dropout on the weights takes the keep
+//! mask the generator drew for the plain lines, held as one bit per weight
+//! ([`KeepMask`]), so the video's heads, which drop attention weights, get
+//! the fused op too. FlashAttention's tiles and online softmax would also
 //! bound the `T²` of one pair; at the course's T ≤ 1024 it is at most 4 MiB.
 
-use crate::Tensor;
+use crate::{KeepMask, Tensor};
 use ndarray::{Axis, Slice};
+use std::ops::Range;
 
 /// The most `(T, T)` weights held at once, in floats (16 MiB), unless one
 /// batch row has more: a chunk this large is worked on as one batch, which keeps the products and
 /// element-wise passes big enough to split across threads.
 const CHUNK_FLOATS: usize = 1 << 22;
 
-/// The scale, `1/√hs`, computed as the lecture computes it.
+/// The scale nanoGPT uses, `1/√hs`, computed as the lecture computes it.
 fn scale(hs: usize) -> f32 {
     (1.0 / (hs as f64).sqrt()) as f32
 }
 
-/// `(B, nh, T, hs)` → chunks of whole batch rows, each `(rows, nh, T, hs)`,
-/// holding at most [`CHUNK_FLOATS`] weights (at least one row). Views: no
-/// values are copied, and the products read the strides as they are.
-fn chunks(x: &Tensor) -> Vec<Tensor> {
-    let s = x.shape();
-    let (b, per_row) = (s[0], s[1] * s[2] * s[2]);
+/// Dropout on the attention weights: the keep mask drawn for the whole
+/// `(B, nh, T, T)` weights, and the probability of dropping one.
+#[derive(Clone, Debug)]
+pub struct WeightDropout {
+    /// The keep mask, `(B, nh, T, T)`, as the plain lines' `dropout` draws it.
+    pub keep: KeepMask,
+    /// The drop probability.
+    pub p: f32,
+}
+
+/// What the fused op computes: `dropout(softmax(mask(q kᵀ · scale))) v`.
+#[derive(Clone, Debug)]
+pub struct Attention {
+    /// Query `i` sees keys `0..=i` only.
+    pub causal: bool,
+    /// The factor on `q kᵀ`.
+    pub scale: f32,
+    /// Dropout on the weights, in training.
+    pub dropout: Option<WeightDropout>,
+}
+
+/// The batch rows of each chunk: whole rows, at most [`CHUNK_FLOATS`]
+/// weights (at least one row).
+fn row_chunks(shape: &[usize]) -> Vec<Range<usize>> {
+    let (b, per_row) = (shape[0], shape[1] * shape[2] * shape[2]);
     let rows = (CHUNK_FLOATS / per_row.max(1)).clamp(1, b.max(1));
     (0..b)
         .step_by(rows)
-        .map(|first| {
-            let mut chunk = x.data.clone(); // shares the values
-            chunk.slice_axis_inplace(Axis(0), Slice::from(first..(first + rows).min(b)));
-            Tensor { data: chunk } // (rows, nh, T, hs)
-        })
+        .map(|first| first..(first + rows).min(b))
         .collect()
+}
+
+/// Rows `rows` of `x` along the batch axis: a view, no values copied, and
+/// the products read the strides as they are.
+fn rows_of(x: &Tensor, rows: &Range<usize>) -> Tensor {
+    let mut chunk = x.data.clone(); // shares the values
+    chunk.slice_axis_inplace(Axis(0), Slice::from(rows.clone()));
+    Tensor { data: chunk } // (rows, nh, T, hs)
 }
 
 /// The chunks back into one `(B, nh, T, hs)` tensor.
@@ -50,17 +77,6 @@ fn stack(chunks: Vec<Tensor>, shape: &[usize]) -> Tensor {
         values.extend(chunk.data.iter());
     }
     Tensor::from_vec(values, shape)
-}
-
-/// A chunk's weights, `softmax(q kᵀ · scale)` with the future masked: `(rows, nh, T, T)`.
-fn weights(q: &Tensor, k: &Tensor, future: Option<&Tensor>) -> Tensor {
-    let hs = q.shape()[3];
-    let att = q.matmul(&k.transpose(-2, -1)).mul_scalar(scale(hs)); // (rows, nh, T, T)
-    let att = match future {
-        Some(mask) => att.masked_fill(mask, f32::NEG_INFINITY), // (rows, nh, T, T)
-        None => att,
-    };
-    att.softmax(-1) // (rows, nh, T, T)
 }
 
 /// `1` above the diagonal: the positions a causal query may not see.
@@ -80,20 +96,118 @@ fn check(what: &str, q: &Tensor, others: &[&Tensor]) {
     );
 }
 
+impl Attention {
+    /// nanoGPT's `F.scaled_dot_product_attention(q, k, v, is_causal)` in
+    /// training without dropout: the scale `1/√hs`.
+    pub fn scaled_dot_product(causal: bool, head_size: usize) -> Attention {
+        Attention {
+            causal,
+            scale: scale(head_size),
+            dropout: None,
+        }
+    }
+
+    fn check_dropout(&self, q: &Tensor) {
+        if let Some(dropout) = &self.dropout {
+            let (s, t) = (q.shape(), q.shape()[2]);
+            assert!(
+                dropout.keep.shape() == [s[0], s[1], t, t],
+                "attention: a keep mask of {:?} for weights of {:?}",
+                dropout.keep.shape(),
+                [s[0], s[1], t, t]
+            );
+        }
+    }
+
+    /// A chunk's weights, `softmax(q kᵀ · scale)` with the future masked:
+    /// `(rows, nh, T, T)`.
+    fn weights(&self, q: &Tensor, k: &Tensor, future: Option<&Tensor>) -> Tensor {
+        let att = q.matmul(&k.transpose(-2, -1)).mul_scalar(self.scale); // (rows, nh, T, T)
+        let att = match future {
+            Some(mask) => att.masked_fill(mask, f32::NEG_INFINITY), // (rows, nh, T, T)
+            None => att,
+        };
+        att.softmax(-1) // (rows, nh, T, T)
+    }
+
+    /// `x` (a chunk's weights or their gradient) through the dropout of the
+    /// batch rows `rows`, if there is one.
+    fn drop(&self, x: Tensor, rows: &Range<usize>) -> Tensor {
+        match &self.dropout {
+            Some(dropout) => {
+                let per_row: usize = x.shape()[1..].iter().product();
+                let keep = dropout.keep.unpack_range(rows.start * per_row, x.shape()); // (rows, nh, T, T)
+                x.dropout_with_mask(&keep, dropout.p) // (rows, nh, T, T)
+            }
+            None => x,
+        }
+    }
+
+    /// The attention's output over `(B, nh, T, hs)` operands.
+    pub fn forward(&self, q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
+        check("attention", q, &[k, v]);
+        self.check_dropout(q);
+        let mask = self.causal.then(|| future(q.shape()[2]));
+        let ys = row_chunks(q.shape())
+            .iter()
+            .map(|rows| {
+                let att = self.weights(&rows_of(q, rows), &rows_of(k, rows), mask.as_ref()); // (rows, nh, T, T)
+                self.drop(att, rows).matmul(&rows_of(v, rows)) // (rows, nh, T, hs)
+            })
+            .collect();
+        stack(ys, q.shape()) // (B, nh, T, hs)
+    }
+
+    /// The gradients `(dq, dk, dv)` given `dy`, with each chunk's weights
+    /// recomputed and each op's backward rule as the tape applies it: `@ v`,
+    /// dropout, softmax, `masked_fill`, `· scale`, `q @ kᵀ`.
+    pub fn backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, dy: &Tensor) -> [Tensor; 3] {
+        check("attention backward", q, &[k, v, dy]);
+        self.check_dropout(q);
+        let mask = self.causal.then(|| future(q.shape()[2]));
+        let mut grads: [Vec<Tensor>; 3] = Default::default();
+        for rows in row_chunks(q.shape()) {
+            let (q, k, v, dy) = (
+                rows_of(q, &rows),
+                rows_of(k, &rows),
+                rows_of(v, &rows),
+                rows_of(dy, &rows),
+            );
+            let att = self.weights(&q, &k, mask.as_ref()); // (rows, nh, T, T)
+            let dropped = self.drop(att.clone(), &rows); // (rows, nh, T, T)
+                                                         // y = dropped @ v
+            let ddropped = dy.matmul(&v.transpose(-1, -2)); // (rows, nh, T, T)
+            let dv = dropped.transpose(-1, -2).matmul(&dy); // (rows, nh, T, hs)
+                                                            // dropped = dropout(att): the same mask and scale
+            let datt = self.drop(ddropped, &rows); // (rows, nh, T, T)
+                                                   // att = softmax(scores): d = att ⊙ (datt − Σ datt ⊙ att)
+            let dot = datt.mul(&att).sum(-1, true); // (rows, nh, T, 1)
+            let dscores = att.mul(&datt.sub(&dot)); // (rows, nh, T, T)
+            let dscores = match &mask {
+                Some(mask) => dscores.masked_fill(mask, 0.0), // (rows, nh, T, T)
+                None => dscores,
+            };
+            let dscores = dscores.mul_scalar(self.scale); // (rows, nh, T, T)
+                                                          // scores = q @ kᵀ
+            let k_t = k.transpose(-2, -1); // (rows, nh, hs, T)
+            let dq = dscores.matmul(&k_t.transpose(-1, -2)); // (rows, nh, T, hs)
+            let dk = q.transpose(-1, -2).matmul(&dscores).transpose(-2, -1); // (rows, nh, T, hs)
+            for (all, grad) in grads.iter_mut().zip([dq, dk, dv]) {
+                all.push(grad);
+            }
+        }
+        grads.map(|chunks| stack(chunks, q.shape()))
+    }
+}
+
 /// `softmax(q kᵀ / √hs) v` over `(B, nh, T, hs)` operands, query `i` seeing
 /// keys `0..=i` when `causal`.
 pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool) -> Tensor {
-    check("scaled_dot_product_attention", q, &[k, v]);
-    let mask = causal.then(|| future(q.shape()[2]));
-    let ys = (chunks(q).iter().zip(chunks(k)).zip(chunks(v)))
-        .map(|((q, k), v)| weights(q, &k, mask.as_ref()).matmul(&v)) // (rows, nh, T, hs)
-        .collect();
-    stack(ys, q.shape()) // (B, nh, T, hs)
+    let head_size = q.shape().get(3).copied().unwrap_or(0);
+    Attention::scaled_dot_product(causal, head_size).forward(q, k, v)
 }
 
-/// The gradients `(dq, dk, dv)` of [`scaled_dot_product_attention`] given
-/// `dy`, with each chunk's weights recomputed and each op's backward rule as
-/// the tape applies it: `@ v`, softmax, `masked_fill`, `· scale`, `q @ kᵀ`.
+/// The gradients `(dq, dk, dv)` of [`scaled_dot_product_attention`] given `dy`.
 pub fn scaled_dot_product_attention_backward(
     q: &Tensor,
     k: &Tensor,
@@ -101,35 +215,6 @@ pub fn scaled_dot_product_attention_backward(
     dy: &Tensor,
     causal: bool,
 ) -> [Tensor; 3] {
-    check("scaled_dot_product_attention_backward", q, &[k, v, dy]);
-    let mask = causal.then(|| future(q.shape()[2]));
-    let scale = scale(q.shape()[3]);
-    let mut grads: [Vec<Tensor>; 3] = Default::default();
-    for (((q, k), v), dy) in chunks(q)
-        .iter()
-        .zip(chunks(k))
-        .zip(chunks(v))
-        .zip(chunks(dy))
-    {
-        let att = weights(q, &k, mask.as_ref()); // (rows, nh, T, T)
-                                                 // y = att @ v
-        let datt = dy.matmul(&v.transpose(-1, -2)); // (rows, nh, T, T)
-        let dv = att.transpose(-1, -2).matmul(&dy); // (rows, nh, T, hs)
-                                                    // att = softmax(scores): d = att ⊙ (datt − Σ datt ⊙ att)
-        let dot = datt.mul(&att).sum(-1, true); // (rows, nh, T, 1)
-        let dscores = att.mul(&datt.sub(&dot)); // (rows, nh, T, T)
-        let dscores = match &mask {
-            Some(mask) => dscores.masked_fill(mask, 0.0), // (rows, nh, T, T)
-            None => dscores,
-        };
-        let dscores = dscores.mul_scalar(scale); // (rows, nh, T, T)
-                                                 // scores = q @ kᵀ
-        let k_t = k.transpose(-2, -1); // (rows, nh, hs, T)
-        let dq = dscores.matmul(&k_t.transpose(-1, -2)); // (rows, nh, T, hs)
-        let dk = q.transpose(-1, -2).matmul(&dscores).transpose(-2, -1); // (rows, nh, T, hs)
-        for (all, grad) in grads.iter_mut().zip([dq, dk, dv]) {
-            all.push(grad);
-        }
-    }
-    grads.map(|chunks| stack(chunks, q.shape()))
+    let head_size = q.shape().get(3).copied().unwrap_or(0);
+    Attention::scaled_dot_product(causal, head_size).backward(q, k, v, dy)
 }

@@ -169,3 +169,67 @@ fn log_sum_exp_shifted(x: &[f32], max: f32) -> f32 {
     let sum: f64 = x.iter().map(|&v| (v - max).exp() as f64).sum();
     (sum as f32).ln()
 }
+
+/// A dropout keep mask held as one bit per element, a 32nd of the `f32`
+/// mask's memory: what a dropout keeps for its backward, where PyTorch keeps
+/// a `bool` mask. Unpacked, it is the 0.0/1.0 mask it was packed from, so
+/// [`Tensor::dropout_with_mask`] gives the same bits either way.
+#[derive(Clone, Debug)]
+pub struct KeepMask {
+    bits: Vec<u64>,
+    shape: Vec<usize>,
+}
+
+impl KeepMask {
+    /// Packs a mask of 0.0 (drop) and 1.0 (keep), such as
+    /// [`TorchGenerator::bernoulli_keep_mask`](crate::rng::TorchGenerator::bernoulli_keep_mask)'s.
+    ///
+    /// Panics if a value is neither: such a mask is no dropout mask, and
+    /// packing it would change the product.
+    pub fn pack(mask: &Tensor) -> KeepMask {
+        let mask = mask.contiguous();
+        let values = mask.data.as_slice().expect("contiguous");
+        let bits = values
+            .chunks(64)
+            .map(|word| {
+                word.iter().enumerate().fold(0u64, |bits, (i, &m)| {
+                    assert!(
+                        m == 0.0 || m == 1.0,
+                        "dropout keep mask: {m} is neither 0 nor 1"
+                    );
+                    bits | (u64::from(m == 1.0) << i)
+                })
+            })
+            .collect();
+        KeepMask {
+            bits,
+            shape: mask.shape().to_vec(),
+        }
+    }
+
+    /// The shape of the mask it was packed from.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The whole mask as 0.0 and 1.0 again.
+    pub fn unpack(&self) -> Tensor {
+        self.unpack_range(0, &self.shape)
+    }
+
+    /// The elements from `start` on (row-major), as many as `shape` holds, as
+    /// 0.0 and 1.0: the mask of a few leading rows.
+    pub fn unpack_range(&self, start: usize, shape: &[usize]) -> Tensor {
+        let len: usize = shape.iter().product();
+        let total: usize = self.shape.iter().product();
+        assert!(
+            start + len <= total,
+            "keep mask: elements {start}..{} of {total}",
+            start + len
+        );
+        let values = (start..start + len)
+            .map(|i| ((self.bits[i / 64] >> (i % 64)) & 1) as f32)
+            .collect();
+        Tensor::from_vec(values, shape)
+    }
+}

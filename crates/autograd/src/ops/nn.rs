@@ -4,8 +4,9 @@
 //! but the fused backward is shorter, faster and numerically kinder.
 
 use crate::graph::Var;
+use tensor::attention::Attention;
 use tensor::rng::TorchGenerator;
-use tensor::Tensor;
+use tensor::{KeepMask, Tensor};
 
 impl<'g> Var<'g> {
     /// Softmax along `axis`, computed as `exp(x - max) / sum`.
@@ -174,10 +175,11 @@ impl<'g> Var<'g> {
     /// Dropout with a given keep mask (0/1): `x · mask / (1 − p)`, rounded as PyTorch rounds it.
     pub fn dropout_with_mask(self, keep_mask: &Tensor, p: f32) -> Var<'g> {
         let out = self.value().dropout_with_mask(keep_mask, p);
-        let mask = keep_mask.clone();
+        // Kept as a bit per element, as PyTorch keeps a bool mask.
+        let mask = KeepMask::pack(keep_mask);
         // The op is linear in x: the gradient takes the same mask and scale.
         self.graph.op(out, &[self], move |grad| {
-            vec![grad.dropout_with_mask(&mask, p)]
+            vec![grad.dropout_with_mask(&mask.unpack(), p)]
         })
     }
 
@@ -270,14 +272,19 @@ impl<'g> Var<'g> {
     /// nanoGPT's `flash` branch calls it; the lecture's own lines (`q @ kᵀ`,
     /// `masked_fill`, `softmax`, `@ v`) give the same bits (`tests/attention.rs`).
     pub fn scaled_dot_product_attention(self, k: Var<'g>, v: Var<'g>, is_causal: bool) -> Var<'g> {
-        use tensor::attention::{
-            scaled_dot_product_attention, scaled_dot_product_attention_backward,
-        };
+        let head_size = self.shape().get(3).copied().unwrap_or(0);
+        self.attention(k, v, Attention::scaled_dot_product(is_causal, head_size))
+    }
+
+    /// Attention as one op, for `self` = q and `k`, `v` of shape
+    /// `(B, nh, T, hs)`: `dropout(softmax(q kᵀ · scale)) v` as `op` says
+    /// ([`tensor::attention::Attention`]). The lecture's lines with the same
+    /// scale and the same keep mask give the same bits.
+    pub fn attention(self, k: Var<'g>, v: Var<'g>, op: Attention) -> Var<'g> {
         let (q_value, k_value, v_value) = (self.value(), k.value(), v.value());
-        let out = scaled_dot_product_attention(&q_value, &k_value, &v_value, is_causal); // (B, nh, T, hs)
+        let out = op.forward(&q_value, &k_value, &v_value); // (B, nh, T, hs)
         self.graph.op(out, &[self, k, v], move |grad| {
-            scaled_dot_product_attention_backward(&q_value, &k_value, &v_value, grad, is_causal)
-                .to_vec()
+            op.backward(&q_value, &k_value, &v_value, grad).to_vec()
         })
     }
 }
