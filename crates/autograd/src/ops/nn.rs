@@ -81,8 +81,8 @@ impl<'g> Var<'g> {
             return self.layer_norm_plain(weight, bias, eps);
         }
         let width = x.shape()[x.ndim() - 1];
-        let (xhat, rstd) = normalize_rows(&x, eps); // (…, C), one per row
-        let mut out = xhat.clone();
+        let stats = row_stats(&x, eps); // (mean, rstd) per row
+        let mut out = normalized(&x, &stats); // (…, C)
         let mut inputs = vec![self];
         if let Some(w) = weight {
             out = out.mul(&w.value());
@@ -95,10 +95,14 @@ impl<'g> Var<'g> {
         let w_value = weight.map(|w| w.value());
         let (has_w, has_b) = (weight.is_some(), bias.is_some());
         self.graph.op(out, &inputs, move |grad| {
+            // x̂ again from x and the row statistics, to the bit: the input is
+            // kept anyway, a second (…, C) copy for backward need not be.
+            let xhat = normalized(&x, &stats); // (…, C)
             let dxhat = match &w_value {
                 Some(w) => grad.mul(w),
                 None => grad.contiguous(),
             };
+            let rstd = stats.rstd(xhat.shape());
             let mut grads = vec![normalize_rows_backward(&dxhat, &xhat, &rstd)];
             if has_w {
                 grads.push(grad.mul(&xhat).sum_to_shape(&[width]));
@@ -197,11 +201,22 @@ fn row_sum(values: impl Iterator<Item = f32>) -> f64 {
     values.map(|v| v as f64).sum::<f64>()
 }
 
-/// `xhat = (x − mean) · rstd` for every row of `x` (at least 2-D), and each
-/// row's `rstd = 1 / sqrt(var + eps)`, rounded step by step exactly as
-/// [`Var::layer_norm_plain`]'s ops round them: an f32 mean from an f64 sum,
-/// f32 deviations, an f32 variance from the f64 sum of their f32 squares.
-fn normalize_rows(x: &Tensor, eps: f32) -> (Tensor, Tensor) {
+/// Each row's mean and `rstd = 1 / sqrt(var + eps)`, interleaved, rounded
+/// step by step exactly as [`Var::layer_norm_plain`]'s ops round them: an f32
+/// mean from an f64 sum, f32 deviations, an f32 variance from the f64 sum of
+/// their f32 squares.
+struct RowStats(Vec<f32>);
+
+impl RowStats {
+    /// The `rstd` column, shaped `(…, 1)` for rows of `shape`.
+    fn rstd(&self, shape: &[usize]) -> Tensor {
+        let mut kept = shape.to_vec();
+        *kept.last_mut().expect("2-D or more") = 1;
+        Tensor::from_vec(self.0.chunks(2).map(|s| s[1]).collect(), &kept)
+    }
+}
+
+fn row_stats(x: &Tensor, eps: f32) -> RowStats {
     let x = x.contiguous();
     let values = x.array().as_slice().expect("contiguous");
     let width = x.shape()[x.ndim() - 1];
@@ -211,7 +226,6 @@ fn normalize_rows(x: &Tensor, eps: f32) -> (Tensor, Tensor) {
         let var = (row_sum(row.iter().map(|&v| (v - mean) * (v - mean))) / d) as f32;
         (mean, 1.0 / (var + eps).sqrt())
     };
-    // Each row's mean and rstd, then the rows: two passes in parallel.
     let mut stats = vec![0f32; 2 * values.len() / width];
     tensor::parallel_fill(&mut stats, 2, |start, piece| {
         let rows = values[start / 2 * width..].chunks(width);
@@ -219,24 +233,26 @@ fn normalize_rows(x: &Tensor, eps: f32) -> (Tensor, Tensor) {
             (s[0], s[1]) = row_rstd(row);
         }
     });
+    RowStats(stats)
+}
+
+/// `xhat = (x − mean) · rstd` for every row of `x` (at least 2-D), in parallel.
+fn normalized(x: &Tensor, stats: &RowStats) -> Tensor {
+    let x = x.contiguous();
+    let values = x.array().as_slice().expect("contiguous");
+    let width = x.shape()[x.ndim() - 1];
     let mut xhat = vec![0f32; values.len()];
     tensor::parallel_fill(&mut xhat, width, |start, piece| {
         let rows = values[start..]
             .chunks(width)
-            .zip(stats[start / width * 2..].chunks(2));
+            .zip(stats.0[start / width * 2..].chunks(2));
         for (out, (row, s)) in piece.chunks_mut(width).zip(rows) {
             for (o, &v) in out.iter_mut().zip(row) {
                 *o = (v - s[0]) * s[1];
             }
         }
     });
-    let mut kept = x.shape().to_vec();
-    *kept.last_mut().expect("2-D or more") = 1;
-    let rstd: Vec<f32> = stats.chunks(2).map(|s| s[1]).collect();
-    (
-        Tensor::from_vec(xhat, x.shape()),
-        Tensor::from_vec(rstd, &kept),
-    )
+    Tensor::from_vec(xhat, x.shape())
 }
 
 /// Layer norm's `dx` from `dxhat` (the gradient times the weight), row by
