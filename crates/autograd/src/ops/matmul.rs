@@ -35,3 +35,41 @@ impl<'g> Var<'g> {
     }
     // ANCHOR_END: matmul
 }
+
+impl<'g> Var<'g> {
+    // ANCHOR: linear_op
+    /// `F.linear(x, w, b)`: `self @ wᵀ + b` for `self` of shape `(N, in)`, `w`
+    /// `(out, in)` and `b` `(out,)`, as one op, as PyTorch's `addmm` is: the
+    /// product before the bias is not kept. The same bits as
+    /// `self.matmul(w.transpose(0, 1)) + b` (`tests/linear.rs`), whose rules
+    /// its backward applies in turn: `matmul`'s, `transpose`'s and `add`'s.
+    pub fn linear(self, weight: Var<'g>, bias: Option<Var<'g>>) -> Var<'g> {
+        let (x, w) = (self.value(), weight.value());
+        assert!(
+            x.ndim() == 2 && w.ndim() == 2 && x.shape()[1] == w.shape()[1],
+            "linear: x {:?} and weight {:?} must be (N, in) and (out, in)",
+            x.shape(),
+            w.shape()
+        );
+        let w_t = w.transpose(0, 1); // (in, out)
+        let has_bias = bias.is_some();
+        let mut inputs = vec![self, weight];
+        let out = match bias {
+            Some(b) => {
+                inputs.push(b);
+                x.matmul(&w_t).add(&b.value()) // (N, out)
+            }
+            None => x.matmul(&w_t), // (N, out)
+        };
+        self.graph.op(out, &inputs, move |grad| {
+            let dx = grad.matmul(&w_t.transpose(-1, -2)); // (N, in)
+            let dw = x.transpose(-1, -2).matmul(grad).transpose(0, 1); // (out, in)
+            let mut grads = vec![dx, dw];
+            if has_bias {
+                grads.push(grad.sum_to_shape(&[w_t.shape()[1]])); // (out,)
+            }
+            grads
+        })
+    }
+    // ANCHOR_END: linear_op
+}

@@ -42,17 +42,17 @@ impl Linear {
 
     // ANCHOR: linear
     /// `(…, in) -> (…, out)`. The leading axes are flattened first, so the
-    /// product (and its weight gradient) is one tall matrix product.
+    /// product (and its weight gradient) is one tall matrix product. `linear`
+    /// is `F.linear`, `x @ wᵀ + b` as one op (`autograd`'s `linear_op`): the
+    /// product before the bias is not kept for backward.
     pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let shape = x.shape();
         let fan_in = shape[shape.len() - 1];
         let rows = x.value().len() / fan_in.max(1);
         let w = pass.param(self.weight); // (out, in)
         let fan_out = w.shape()[0];
-        let mut y = x.reshape(&[rows, fan_in]).matmul(w.transpose(0, 1)); // (N, out)
-        if let Some(b) = self.bias {
-            y = y + pass.param(b); // (N, out)
-        }
+        let b = self.bias.map(|b| pass.param(b)); // (out,)
+        let y = x.reshape(&[rows, fan_in]).linear(w, b); // (N, in) @ (in, out) + (out,) -> (N, out)
         let mut out_shape = shape;
         *out_shape.last_mut().expect("at least one axis") = fan_out;
         y.reshape(&out_shape) // (…, out)
