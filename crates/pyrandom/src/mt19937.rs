@@ -79,13 +79,44 @@ impl Mt19937 {
         y
     }
 
-    fn twist(&mut self) {
-        let s = &mut self.state;
-        for k in 0..N {
-            let y = (s[k] & UPPER_MASK) | (s[(k + 1) % N] & LOWER_MASK);
-            let mag = if y & 1 == 1 { MATRIX_A } else { 0 };
-            s[k] = s[(k + M) % N] ^ (y >> 1) ^ mag;
+    /// The next `out.len()` outputs, as that many calls of [`Mt19937::next_u32`]
+    /// would give them, a block at a time (the tempering vectorises).
+    pub fn fill_u32(&mut self, out: &mut [u32]) {
+        let mut filled = 0;
+        while filled < out.len() {
+            if self.index >= N {
+                self.twist();
+            }
+            let take = (N - self.index).min(out.len() - filled);
+            let words = &self.state[self.index..self.index + take];
+            for (o, &word) in out[filled..filled + take].iter_mut().zip(words) {
+                let mut y = word;
+                y ^= y >> 11;
+                y ^= (y << 7) & 0x9d2c_5680;
+                y ^= (y << 15) & 0xefc6_0000;
+                y ^= y >> 18;
+                *o = y;
+            }
+            self.index += take;
+            filled += take;
         }
+    }
+
+    /// The next 624 state words. `mt19937ar.c`'s three loops, which need no
+    /// `% N` (word `k + M` has wrapped to `k + M − N` from `k = N − M` on).
+    fn twist(&mut self) {
+        fn mix(this: u32, next: u32, far: u32) -> u32 {
+            let y = (this & UPPER_MASK) | (next & LOWER_MASK);
+            far ^ (y >> 1) ^ ((y & 1).wrapping_neg() & MATRIX_A)
+        }
+        let s = &mut self.state;
+        for k in 0..N - M {
+            s[k] = mix(s[k], s[k + 1], s[k + M]);
+        }
+        for k in N - M..N - 1 {
+            s[k] = mix(s[k], s[k + 1], s[k + M - N]);
+        }
+        s[N - 1] = mix(s[N - 1], s[0], s[M - 1]);
         self.index = 0;
     }
 
@@ -125,5 +156,19 @@ mod tests {
             last = mt.next_u32();
         }
         assert_eq!(last, 4123659995);
+    }
+
+    // A block fill is the same stream as one output at a time, across twists
+    // and from any position.
+    #[test]
+    fn fill_u32_gives_next_u32s_stream() {
+        let (mut one, mut block) = (Mt19937::from_seed(1337), Mt19937::from_seed(1337));
+        for len in [1, 5, 623, 624, 625, 2000, 0, 3] {
+            let mut words = vec![0; len];
+            block.fill_u32(&mut words);
+            let expected: Vec<u32> = (0..len).map(|_| one.next_u32()).collect();
+            assert_eq!(words, expected, "a block of {len}");
+        }
+        assert_eq!(one, block);
     }
 }
