@@ -12,7 +12,7 @@ use crate::{Graph, ParamId, Params, Var};
 use std::cell::RefCell;
 use tensor::attention::WeightDropout;
 use tensor::rng::TorchGenerator;
-use tensor::{KeepMask, Tensor};
+use tensor::Tensor;
 
 /// What a forward pass needs besides its input: one per training step,
 /// evaluation or sampling step.
@@ -84,7 +84,7 @@ impl<'g, 'p> ForwardPass<'g, 'p> {
     pub fn weight_dropout(&self, p: f32, shape: &[usize]) -> Option<WeightDropout> {
         match self.dropout_rng {
             Some(rng) if p > 0.0 => Some(WeightDropout {
-                keep: KeepMask::pack(&rng.borrow_mut().bernoulli_keep_mask(p, shape)),
+                keep: rng.borrow_mut().bernoulli_keep_bits(p, shape),
                 p,
             }),
             _ => None,

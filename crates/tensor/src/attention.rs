@@ -136,8 +136,8 @@ impl Attention {
         match &self.dropout {
             Some(dropout) => {
                 let per_row: usize = x.shape()[1..].iter().product();
-                let keep = dropout.keep.unpack_range(rows.start * per_row, x.shape()); // (rows, nh, T, T)
-                x.dropout_with_mask(&keep, dropout.p) // (rows, nh, T, T)
+                x.dropout_with_keep(&dropout.keep, rows.start * per_row, dropout.p)
+                // (rows, nh, T, T)
             }
             None => x,
         }

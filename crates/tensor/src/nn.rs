@@ -207,6 +207,20 @@ impl KeepMask {
         }
     }
 
+    /// A mask of `shape` from its bits, element `i` at bit `i % 64` of word `i / 64`.
+    pub(crate) fn from_bits(bits: Vec<u64>, shape: &[usize]) -> KeepMask {
+        debug_assert_eq!(bits.len(), shape.iter().product::<usize>().div_ceil(64));
+        KeepMask {
+            bits,
+            shape: shape.to_vec(),
+        }
+    }
+
+    /// Whether element `i` (row-major) is kept, as 1.0 or 0.0.
+    fn at(&self, i: usize) -> f32 {
+        ((self.bits[i / 64] >> (i % 64)) & 1) as f32
+    }
+
     /// The shape of the mask it was packed from.
     pub fn shape(&self) -> &[usize] {
         &self.shape
@@ -227,9 +241,40 @@ impl KeepMask {
             "keep mask: elements {start}..{} of {total}",
             start + len
         );
-        let values = (start..start + len)
-            .map(|i| ((self.bits[i / 64] >> (i % 64)) & 1) as f32)
-            .collect();
+        let values = (start..start + len).map(|i| self.at(i)).collect();
         Tensor::from_vec(values, shape)
+    }
+}
+
+impl Tensor {
+    /// [`Tensor::dropout_with_mask`] with the mask's elements from `start` on
+    /// (row-major) as the mask of `self`: `x * mask * (1 / (1 - p))`, the same
+    /// bits, without unpacking the mask first.
+    pub fn dropout_with_keep(&self, keep: &KeepMask, start: usize, p: f32) -> Tensor {
+        let total: usize = keep.shape().iter().product();
+        assert!(
+            start + self.len() <= total,
+            "dropout: elements {start}..{} of a keep mask of {:?}",
+            start + self.len(),
+            keep.shape()
+        );
+        assert!(
+            (0.0..=1.0).contains(&p),
+            "dropout probability {p} is not in [0, 1]"
+        );
+        let scale = if p == 1.0 {
+            0.0
+        } else {
+            (1.0 / (1.0 - p as f64)) as f32
+        };
+        let x = self.contiguous();
+        let values = x.data.as_slice().expect("contiguous");
+        let mut out = vec![0f32; values.len()];
+        parallel_fill(&mut out, 64, |first, piece| {
+            for (i, (o, &v)) in piece.iter_mut().zip(&values[first..]).enumerate() {
+                *o = v * keep.at(start + first + i) * scale;
+            }
+        });
+        Tensor::from_vec(out, self.shape())
     }
 }

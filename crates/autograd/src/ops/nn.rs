@@ -190,8 +190,12 @@ impl<'g> Var<'g> {
     /// `F.dropout(x, p, training=True)`: the keep mask is drawn from `gen` as
     /// PyTorch draws it (`TorchGenerator::bernoulli_keep_mask`).
     pub fn dropout(self, p: f32, gen: &mut TorchGenerator) -> Var<'g> {
-        let mask = gen.bernoulli_keep_mask(p, &self.shape());
-        self.dropout_with_mask(&mask, p)
+        // The draws of `bernoulli_keep_mask`, a bit each: the same mask.
+        let keep = gen.bernoulli_keep_bits(p, &self.shape());
+        let out = self.value().dropout_with_keep(&keep, 0, p);
+        self.graph.op(out, &[self], move |grad| {
+            vec![grad.dropout_with_keep(&keep, 0, p)]
+        })
     }
 }
 

@@ -72,7 +72,7 @@
 
 mod cephes;
 
-use crate::Tensor;
+use crate::{KeepMask, Tensor};
 use pyrandom::Mt19937;
 pub use pyrandom::PyRandom;
 
@@ -403,11 +403,49 @@ impl TorchGenerator {
         if p_drop == 0.0 || p_drop == 1.0 {
             return Tensor::from_vec(vec![1.0 - p_drop; n], shape);
         }
-        let keep = 1.0 - as_python_float(p_drop);
-        let mask = (0..n)
-            .map(|_| if self.uniform_f64() < keep { 1.0 } else { 0.0 })
-            .collect();
+        let mut mask = vec![0f32; n];
+        self.keep_draws(p_drop, n, |i, keep| mask[i] = f32::from(u8::from(keep)));
         Tensor::from_vec(mask, shape)
+    }
+
+    /// [`TorchGenerator::bernoulli_keep_mask`]'s draws, the same ones in the
+    /// same order, held as one bit each.
+    pub fn bernoulli_keep_bits(&mut self, p_drop: f32, shape: &[usize]) -> KeepMask {
+        assert!(
+            (0.0..=1.0).contains(&p_drop),
+            "dropout probability has to be between 0 and 1, but got {p_drop}"
+        );
+        let n: usize = shape.iter().product();
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        if p_drop == 0.0 {
+            // torch returns early, drawing nothing: every element kept.
+            bits.fill(u64::MAX);
+        } else if p_drop < 1.0 {
+            self.keep_draws(p_drop, n, |i, keep| {
+                bits[i / 64] |= u64::from(keep) << (i % 64)
+            });
+        }
+        KeepMask::from_bits(bits, shape)
+    }
+
+    /// `n` Bernoulli draws of "kept", `uniform_f64() < 1 − p_drop` each, in
+    /// order: two twister words apiece, fetched a block at a time.
+    fn keep_draws(&mut self, p_drop: f32, n: usize, mut each: impl FnMut(usize, bool)) {
+        const BLOCK: usize = 512;
+        let keep = 1.0 - as_python_float(p_drop);
+        let mut words = [0u32; 2 * BLOCK];
+        let mut done = 0;
+        while done < n {
+            let take = (n - done).min(BLOCK);
+            self.mt.fill_u32(&mut words[..2 * take]);
+            for (j, pair) in words[..2 * take].chunks_exact(2).enumerate() {
+                // random64: the first word high; then uniform_f64's 53 bits.
+                let r = (u64::from(pair[0]) << 32) | u64::from(pair[1]);
+                let u = (r & ((1 << 53) - 1)) as f64 * (1.0 / 9_007_199_254_740_992.0);
+                each(done + j, u < keep);
+            }
+            done += take;
+        }
     }
 
     /// The whole generator as [`STATE_WORDS`] words, for checkpoints:
