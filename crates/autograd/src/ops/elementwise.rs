@@ -203,7 +203,8 @@ impl<'g> Var<'g> {
     pub fn relu(self) -> Var<'g> {
         let a = self.value();
         self.graph.op(a.relu(), &[self], move |grad| {
-            vec![grad.mul(&a.map(|x| if x > 0.0 { 1.0 } else { 0.0 }))]
+            // grad · 1[x > 0], in one pass over both.
+            vec![grad.zip_map(&a, |g, x| g * if x > 0.0 { 1.0 } else { 0.0 })]
         })
     }
     // ANCHOR_END: relu
