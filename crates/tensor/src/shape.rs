@@ -179,6 +179,9 @@ impl Tensor {
     pub fn concat(tensors: &[&Tensor], axis: isize) -> Tensor {
         assert!(!tensors.is_empty(), "concat of no tensors");
         let a = axis_index(axis, tensors[0].shape());
+        if let Some(joined) = concat_last_axis(tensors, a) {
+            return joined;
+        }
         let views: Vec<ArrayViewD<f32>> = tensors.iter().map(|t| t.data.view()).collect();
         let joined = ndarray::concatenate(Axis(a), &views).unwrap_or_else(|_| {
             let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
@@ -230,4 +233,49 @@ impl Tensor {
     pub fn is_contiguous(&self) -> bool {
         self.data.is_standard_layout()
     }
+}
+
+/// Contiguous tensors side by side along their last axis (the video's heads
+/// into one `(B, T, C)`), row by row in parallel: ndarray's general
+/// `concatenate` walks the strided output one element at a time. `None` for
+/// any other case, which goes the general way.
+fn concat_last_axis(tensors: &[&Tensor], axis: usize) -> Option<Tensor> {
+    let first = tensors[0].shape();
+    let last = first.len().checked_sub(1)?;
+    let lead = &first[..last];
+    let fits = axis == last
+        && tensors.iter().all(|t| {
+            t.ndim() == first.len() && &t.shape()[..last] == lead && t.data.as_slice().is_some()
+        });
+    if !fits {
+        return None;
+    }
+    let widths: Vec<usize> = tensors.iter().map(|t| t.shape()[last]).collect();
+    let width: usize = widths.iter().sum();
+    let rows: usize = lead.iter().product();
+    if width == 0 || rows == 0 {
+        return None;
+    }
+    let sources: Vec<&[f32]> = tensors
+        .iter()
+        .map(|t| t.data.as_slice().expect("contiguous"))
+        .collect();
+    let out = crate::elementwise::parallel_collect(rows * width, width, |start, piece| {
+        for (r, row) in piece.chunks_mut(width).enumerate() {
+            let row_index = start / width + r;
+            let mut offset = 0;
+            for (source, &w) in sources.iter().zip(&widths) {
+                for (o, &v) in row[offset..offset + w]
+                    .iter_mut()
+                    .zip(&source[row_index * w..])
+                {
+                    o.write(v);
+                }
+                offset += w;
+            }
+        }
+    });
+    let mut shape = first.to_vec();
+    shape[last] = width;
+    Some(Tensor::from_vec(out, &shape))
 }
