@@ -224,9 +224,45 @@ impl Tensor {
     pub fn contiguous(&self) -> Tensor {
         if self.data.is_standard_layout() {
             self.clone()
+        } else if let Some(copy) = self.copy_rows() {
+            copy
         } else {
             Tensor::from_array(self.data.as_standard_layout().into_owned())
         }
+    }
+
+    /// [`Tensor::contiguous`] for a view whose last axis is unit-strided (a
+    /// narrowed last axis, heads transposed back beside each other): whole
+    /// rows copied in parallel, where ndarray copies one element at a time.
+    /// `None` for any other layout.
+    fn copy_rows(&self) -> Option<Tensor> {
+        let (shape, strides) = (self.shape(), self.data.strides());
+        let last = shape.len().checked_sub(1)?;
+        let width = shape[last];
+        if last == 0 || strides[last] != 1 || width < 2 || self.is_empty() {
+            return None;
+        }
+        let base = self.data.as_ptr() as usize;
+        let (lead, lead_strides) = (&shape[..last], &strides[..last]);
+        let out = crate::elementwise::parallel_collect(self.len(), width, |start, piece| {
+            for (r, row) in piece.chunks_mut(width).enumerate() {
+                // The row's offset: its index over the leading axes, times their strides.
+                let (mut index, mut offset) = (start / width + r, 0isize);
+                for (&len, &stride) in lead.iter().zip(lead_strides).rev() {
+                    offset += (index % len) as isize * stride;
+                    index /= len;
+                }
+                // SAFETY: every element of every row of the view lies in the
+                // array's buffer, which `self` keeps alive during the copy.
+                let source = unsafe {
+                    std::slice::from_raw_parts((base as *const f32).offset(offset), width)
+                };
+                for (o, &v) in row.iter_mut().zip(source) {
+                    o.write(v);
+                }
+            }
+        });
+        Some(Tensor::from_vec(out, shape))
     }
 
     /// Whether the buffer is row-major with no gaps.

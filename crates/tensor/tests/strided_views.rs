@@ -147,3 +147,24 @@ fn matmul_reads_strided_operands() {
         vec![42.0, 48.0, 54.0, 378.0, 400.0, 422.0]
     );
 }
+
+#[test]
+fn contiguous_copies_of_row_strided_views_keep_the_logical_order() {
+    // Views whose last axis is unit-strided (copied row by row) and others.
+    let x = tensor::rng::TorchGenerator::manual_seed(5).randn(&[3, 4, 5, 6]);
+    let views = [
+        ("last axis narrowed", x.narrow(3, 1, 4)),
+        ("heads transposed", x.transpose(1, 2)),
+        ("a middle axis narrowed", x.narrow(1, 1, 2)),
+        ("permuted, last kept", x.permute(&[2, 0, 1, 3])),
+        ("last axis transposed", x.transpose(2, 3)),
+        ("one element wide", x.narrow(3, 2, 1)),
+    ];
+    for (name, view) in views {
+        let copy = view.contiguous();
+        assert!(copy.is_contiguous(), "{name}");
+        assert_eq!(copy.shape(), view.shape(), "{name}");
+        let logical: Vec<f32> = view.array().iter().copied().collect();
+        assert_eq!(copy.to_vec(), logical, "{name}");
+    }
+}
