@@ -7,16 +7,18 @@
 //! The batch is worked on in chunks of at most 16 MiB of `(T, T)` weights,
 //! which live only while their chunk is, so attention needs that much instead
 //! of `B × nh × T²` floats for each layer kept for backward. Each chunk goes
-//! through the very ops of the lecture's lines (`q @ kᵀ`, `· scale`, `masked_fill`,
-//! `softmax`, dropout, `@ v`) and of their backward rules, on the same `gemm`
-//! kernels, so the numbers are the op-by-op version's, bit for bit
-//! (`autograd`'s `tests/attention.rs`). Dropout on the weights takes the keep
+//! through the arithmetic of the lecture's lines (`q @ kᵀ`, `· scale`,
+//! `masked_fill`, `softmax`, dropout, `@ v`) and of their backward rules: the
+//! products on the same `gemm` kernels, and scale, mask and softmax (and
+//! their gradient) one pass per row with each op's roundings in its order,
+//! so the numbers are the op-by-op version's, bit for bit (`autograd`'s
+//! `tests/attention.rs`). Dropout on the weights takes the keep
 //! mask the generator drew for the plain lines, held as one bit per weight
 //! ([`KeepMask`]), so the video's heads, which drop attention weights, get
 //! the fused op too. FlashAttention's tiles and online softmax would also
 //! bound the `T²` of one pair; at the course's T ≤ 1024 it is at most 4 MiB.
 
-use crate::{KeepMask, Tensor};
+use crate::{parallel_fill, KeepMask, Tensor};
 use ndarray::{Axis, Slice};
 use std::ops::Range;
 
@@ -79,11 +81,6 @@ fn stack(chunks: Vec<Tensor>, shape: &[usize]) -> Tensor {
     Tensor::from_vec(values, shape)
 }
 
-/// `1` above the diagonal: the positions a causal query may not see.
-fn future(t: usize) -> Tensor {
-    Tensor::ones(&[t, t]).sub(&Tensor::tril_ones(t, t)) // (T, T)
-}
-
 fn check(what: &str, q: &Tensor, others: &[&Tensor]) {
     assert!(
         q.ndim() == 4 && others.iter().all(|x| x.shape() == q.shape()),
@@ -120,14 +117,76 @@ impl Attention {
     }
 
     /// A chunk's weights, `softmax(q kᵀ · scale)` with the future masked:
-    /// `(rows, nh, T, T)`.
-    fn weights(&self, q: &Tensor, k: &Tensor, future: Option<&Tensor>) -> Tensor {
-        let att = q.matmul(&k.transpose(-2, -1)).mul_scalar(self.scale); // (rows, nh, T, T)
-        let att = match future {
-            Some(mask) => att.masked_fill(mask, f32::NEG_INFINITY), // (rows, nh, T, T)
-            None => att,
-        };
-        att.softmax(-1) // (rows, nh, T, T)
+    /// `(rows, nh, T, T)`. One pass per row does what `mul_scalar`,
+    /// `masked_fill` and `softmax` do in three, rounding as they round.
+    fn weights(&self, q: &Tensor, k: &Tensor) -> Tensor {
+        let scores = q.matmul(&k.transpose(-2, -1)); // (rows, nh, T, T)
+        let t = scores.shape()[3];
+        let scores = scores.contiguous();
+        let x = scores.data.as_slice().expect("contiguous");
+        let mut att = vec![0f32; x.len()];
+        if t > 0 {
+            parallel_fill(&mut att, t, |start, piece| {
+                for (r, (y, x)) in piece.chunks_mut(t).zip(x[start..].chunks(t)).enumerate() {
+                    // The query's position: keys after it are masked when causal.
+                    let seen = if self.causal {
+                        (start / t + r) % t + 1
+                    } else {
+                        t
+                    };
+                    // `· scale`, then `masked_fill(future, −∞)`.
+                    for (j, (y, &x)) in y.iter_mut().zip(x).enumerate() {
+                        *y = if j < seen {
+                            x * self.scale
+                        } else {
+                            f32::NEG_INFINITY
+                        };
+                    }
+                    // `softmax`: exp(x − max), summed in f64, times 1/sum.
+                    let max = y.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    let mut sum = 0f64;
+                    for y in y.iter_mut() {
+                        *y = (*y - max).exp();
+                        sum += *y as f64;
+                    }
+                    let inverse = (1.0 / sum) as f32;
+                    for y in y.iter_mut() {
+                        *y *= inverse;
+                    }
+                }
+            });
+        }
+        Tensor::from_vec(att, scores.shape()) // (rows, nh, T, T)
+    }
+
+    /// The scores' gradient from the weights' (`datt`), through softmax,
+    /// `masked_fill` and `· scale`: `att ⊙ (datt − Σ datt ⊙ att)`, zero where
+    /// masked, times the scale. One pass per row, rounding as the tape's ops
+    /// (`mul`, `sum(-1)` in f64, `sub`, `mul`, `masked_fill`, `mul_scalar`).
+    fn scores_grad(&self, att: &Tensor, datt: &Tensor) -> Tensor {
+        let t = att.shape()[3];
+        let (att, datt) = (att.contiguous(), datt.contiguous());
+        let a = att.data.as_slice().expect("contiguous");
+        let g = datt.data.as_slice().expect("contiguous");
+        let mut dscores = vec![0f32; a.len()];
+        if t > 0 {
+            parallel_fill(&mut dscores, t, |start, piece| {
+                let rows = a[start..].chunks(t).zip(g[start..].chunks(t));
+                for (r, (d, (a, g))) in piece.chunks_mut(t).zip(rows).enumerate() {
+                    let seen = if self.causal {
+                        (start / t + r) % t + 1
+                    } else {
+                        t
+                    };
+                    let dot = g.iter().zip(a).map(|(&g, &a)| (g * a) as f64).sum::<f64>() as f32;
+                    for (j, (d, (&a, &g))) in d.iter_mut().zip(a.iter().zip(g)).enumerate() {
+                        let masked = if j < seen { a * (g - dot) } else { 0.0 };
+                        *d = masked * self.scale;
+                    }
+                }
+            });
+        }
+        Tensor::from_vec(dscores, att.shape()) // (rows, nh, T, T)
     }
 
     /// `x` (a chunk's weights or their gradient) through the dropout of the
@@ -147,11 +206,10 @@ impl Attention {
     pub fn forward(&self, q: &Tensor, k: &Tensor, v: &Tensor) -> Tensor {
         check("attention", q, &[k, v]);
         self.check_dropout(q);
-        let mask = self.causal.then(|| future(q.shape()[2]));
         let ys = row_chunks(q.shape())
             .iter()
             .map(|rows| {
-                let att = self.weights(&rows_of(q, rows), &rows_of(k, rows), mask.as_ref()); // (rows, nh, T, T)
+                let att = self.weights(&rows_of(q, rows), &rows_of(k, rows)); // (rows, nh, T, T)
                 self.drop(att, rows).matmul(&rows_of(v, rows)) // (rows, nh, T, hs)
             })
             .collect();
@@ -164,7 +222,6 @@ impl Attention {
     pub fn backward(&self, q: &Tensor, k: &Tensor, v: &Tensor, dy: &Tensor) -> [Tensor; 3] {
         check("attention backward", q, &[k, v, dy]);
         self.check_dropout(q);
-        let mask = self.causal.then(|| future(q.shape()[2]));
         let mut grads: [Vec<Tensor>; 3] = Default::default();
         for rows in row_chunks(q.shape()) {
             let (q, k, v, dy) = (
@@ -173,22 +230,20 @@ impl Attention {
                 rows_of(v, &rows),
                 rows_of(dy, &rows),
             );
-            let att = self.weights(&q, &k, mask.as_ref()); // (rows, nh, T, T)
+            let att = self.weights(&q, &k); // (rows, nh, T, T)
             let dropped = self.drop(att.clone(), &rows); // (rows, nh, T, T)
-                                                         // y = dropped @ v
+
+            // y = dropped @ v
             let ddropped = dy.matmul(&v.transpose(-1, -2)); // (rows, nh, T, T)
             let dv = dropped.transpose(-1, -2).matmul(&dy); // (rows, nh, T, hs)
-                                                            // dropped = dropout(att): the same mask and scale
+
+            // dropped = dropout(att): the same mask and scale
             let datt = self.drop(ddropped, &rows); // (rows, nh, T, T)
-                                                   // att = softmax(scores): d = att ⊙ (datt − Σ datt ⊙ att)
-            let dot = datt.mul(&att).sum(-1, true); // (rows, nh, T, 1)
-            let dscores = att.mul(&datt.sub(&dot)); // (rows, nh, T, T)
-            let dscores = match &mask {
-                Some(mask) => dscores.masked_fill(mask, 0.0), // (rows, nh, T, T)
-                None => dscores,
-            };
-            let dscores = dscores.mul_scalar(self.scale); // (rows, nh, T, T)
-                                                          // scores = q @ kᵀ
+
+            // att = softmax(masked(scores · scale))
+            let dscores = self.scores_grad(&att, &datt); // (rows, nh, T, T)
+
+            // scores = q @ kᵀ
             let k_t = k.transpose(-2, -1); // (rows, nh, hs, T)
             let dq = dscores.matmul(&k_t.transpose(-1, -2)); // (rows, nh, T, hs)
             let dk = q.transpose(-1, -2).matmul(&dscores).transpose(-2, -1); // (rows, nh, T, hs)
