@@ -13,7 +13,7 @@
 //! error however small the damage. Non-finite values are refused on save and on load.
 
 use crate::data::CharVocab;
-use crate::stages::Config;
+use crate::stages::{Config, ModelConfig};
 use crate::train::Trainer;
 use autograd::{AdamW, Params};
 use safetensors::{Dtype, SafeTensors};
@@ -255,6 +255,32 @@ pub fn save(path: &Path, trainer: &Trainer, vocab: &CharVocab) -> Result<(), Str
         .map_err(|e| format!("cannot write checkpoint {}: {e}", path.display()))
 }
 
+/// The run's config from a checkpoint's metadata, checked before a model is
+/// built from it: every gpt checkpoint holds one of the lecture's models, so
+/// a config that is not one is refused, not allocated.
+fn lecture_config(json: &str) -> Result<Config, String> {
+    let mut cfg: Config =
+        serde_json::from_str(json).map_err(|e| format!("bad config metadata: {e}"))?;
+    let lecture_model = Config::for_stage(cfg.stage)
+        .with_head_size_scale(cfg.head_size_scale())
+        .model;
+    // `flash` changes no number (the same bits either way), so it is the
+    // stage's whatever the file says: checkpoints written before the switch
+    // existed, which lack it, still load.
+    if let (ModelConfig::Video(saved), ModelConfig::Video(stage)) = (&mut cfg.model, &lecture_model)
+    {
+        saved.flash = stage.flash;
+    }
+    if cfg.model != lecture_model {
+        return Err(format!(
+            "its config's model {:?} is not stage {}'s model {lecture_model:?}",
+            cfg.model,
+            cfg.stage.name()
+        ));
+    }
+    Ok(cfg)
+}
+
 /// Reads a checkpoint: rebuilds the model of its configuration, then checks and
 /// copies every tensor. Any missing, extra or misshapen tensor is an error naming it.
 pub fn load(path: &Path) -> Result<(Trainer, CharVocab), String> {
@@ -286,20 +312,7 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
         ));
     }
     check_digest(&st, &meta)?;
-    let cfg: Config =
-        serde_json::from_str(field("config")?).map_err(|e| format!("bad config metadata: {e}"))?;
-    // Before a model is built from it: every gpt checkpoint holds one of the
-    // lecture's models, so a config that is not one is refused, not allocated.
-    let lecture_model = Config::for_stage(cfg.stage)
-        .with_head_size_scale(cfg.head_size_scale())
-        .model;
-    if cfg.model != lecture_model {
-        return Err(format!(
-            "its config's model {:?} is not stage {}'s model {lecture_model:?}",
-            cfg.model,
-            cfg.stage.name()
-        ));
-    }
+    let cfg = lecture_config(field("config")?)?;
     let iter: usize = field("iter")?
         .parse()
         .map_err(|e| format!("bad iter metadata: {e}"))?;
@@ -323,4 +336,25 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     trainer.iter = iter;
     trainer.rng = std::cell::RefCell::new(rng);
     Ok((trainer, vocab))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::Stage;
+
+    #[test]
+    fn a_full_checkpoint_from_before_flash_still_loads_and_runs_flash() {
+        let json = serde_json::to_string(&Config::for_stage(Stage::Full)).unwrap();
+        assert!(json.contains("\"flash\":true"), "{json}");
+        let before = json.replace(",\"flash\":true", "");
+        assert!(!before.contains("flash"), "{before}");
+        let cfg = lecture_config(&before).expect("an older full checkpoint loads");
+        assert_eq!(cfg.model, Config::for_stage(Stage::Full).model);
+        // Another model is still refused.
+        let wider = json.replace("\"n_embd\":384", "\"n_embd\":385");
+        assert!(lecture_config(&wider)
+            .unwrap_err()
+            .contains("is not stage full's model"));
+    }
 }
