@@ -2,8 +2,9 @@
 //! the lecture's own lines, `q @ kᵀ · scale`, `masked_fill`, `softmax`, `@ v`:
 //! forward and the gradients of q, k and v.
 //!
-//! The fused op goes through the same ops a few batch rows at a time (at most
-//! 2²² floats of weights in a chunk), and recomputes the weights in backward instead of keeping them, so the two
+//! The fused op goes through the same arithmetic in the same order a few
+//! batch rows at a time (at most 2²² floats of weights in a chunk), and
+//! recomputes the weights in backward instead of keeping them, so the two
 //! agree bit for bit: no rounding is allowed to differ. (Only a zero's sign
 //! may: at T = 1 the plain tape adds a gradient of −0 into +0, the fused op
 //! hands it on as it is, so the values are compared with `==`.)
@@ -134,6 +135,9 @@ fn fused_attention_with_dropout_gives_the_video_heads_bits() {
         ([64, 256, 64], full_scale),
         ([3, 17, 16], 32f64.powf(-0.5) as f32),
         ([2, 1, 8], 0.3),
+        // 2^16 weights a batch row: chunks of 64 + 1 rows, the second one's
+        // mask taken from row 64 on.
+        ([65, 256, 8], 8f64.powf(-0.5) as f32),
     ] {
         let (q, k, v) = (gen.randn(&shape), gen.randn(&shape), gen.randn(&shape));
         let seed = gen.randn(&shape);

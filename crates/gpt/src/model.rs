@@ -61,7 +61,7 @@ pub struct CausalSelfAttention {
     /// Dropout on the attention weights and after the projection.
     pub dropout: f32,
     /// nanoGPT's `self.flash`: attention as one fused op,
-    /// [`Var::scaled_dot_product_attention`], which never stores the
+    /// [`Var::attention`], which never stores the
     /// `(B, nh, T, T)` weights, dropout on them included. Off in lecture 7's
     /// stages, which teach the lines it replaces.
     pub flash: bool,

@@ -335,7 +335,7 @@ fn assert_same_step(fused: (f32, Vec<Vec<f32>>), plain: (f32, Vec<Vec<f32>>)) {
     assert_eq!(fused.1.len(), plain.1.len());
     for (i, (f, p)) in fused.1.iter().zip(&plain.1).enumerate() {
         assert!(
-            f.iter().zip(p).all(|(a, b)| a == b),
+            f.len() == p.len() && f.iter().zip(p).all(|(a, b)| a.to_bits() == b.to_bits()),
             "parameter {i}: fused and plain gradients differ"
         );
     }

@@ -193,9 +193,10 @@ impl KeepMask {
             .chunks(64)
             .map(|word| {
                 word.iter().enumerate().fold(0u64, |bits, (i, &m)| {
+                    // Bit patterns, so that −0.0, which would unpack as +0.0, is refused.
                     assert!(
-                        m == 0.0 || m == 1.0,
-                        "dropout keep mask: {m} is neither 0 nor 1"
+                        m.to_bits() == 0.0f32.to_bits() || m.to_bits() == 1.0f32.to_bits(),
+                        "dropout keep mask: {m:?} is neither 0 nor 1"
                     );
                     bits | (u64::from(m == 1.0) << i)
                 })

@@ -160,6 +160,12 @@ fn contiguous_copies_of_row_strided_views_keep_the_logical_order() {
         ("last axis transposed", x.transpose(2, 3)),
         ("one element wide", x.narrow(3, 2, 1)),
     ];
+    // Large enough to be copied by both threads: the second piece's rows.
+    let large = tensor::rng::TorchGenerator::manual_seed(6).randn(&[8, 64, 96, 40]);
+    let views = views.into_iter().chain([
+        ("large, heads transposed", large.transpose(1, 2)),
+        ("large, last axis narrowed", large.narrow(3, 3, 30)),
+    ]);
     for (name, view) in views {
         let copy = view.contiguous();
         assert!(copy.is_contiguous(), "{name}");

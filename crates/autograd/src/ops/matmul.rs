@@ -51,6 +51,14 @@ impl<'g> Var<'g> {
             x.shape(),
             w.shape()
         );
+        if let Some(b) = bias {
+            assert!(
+                b.shape() == [w.shape()[0]],
+                "linear: bias {:?} for a weight {:?} must be (out,)",
+                b.shape(),
+                w.shape()
+            );
+        }
         let w_t = w.transpose(0, 1); // (in, out)
         let has_bias = bias.is_some();
         let mut inputs = vec![self, weight];

@@ -289,8 +289,9 @@ impl<'g> Var<'g> {
     /// seeing keys `0..=i` when `is_causal`; no dropout. One op on the tape
     /// ([`tensor::attention`]): it works a few batch rows at a time and
     /// keeps no `(B, nh, T, T)` weights for backward, which recomputes them.
-    /// nanoGPT's `flash` branch calls it; the lecture's own lines (`q @ kᵀ`,
-    /// `masked_fill`, `softmax`, `@ v`) give the same bits (`tests/attention.rs`).
+    /// [`Var::attention`] with the scale `1/√hs`; the lecture's own lines
+    /// (`q @ kᵀ`, `masked_fill`, `softmax`, `@ v`) give the same bits
+    /// (`tests/attention.rs`).
     pub fn scaled_dot_product_attention(self, k: Var<'g>, v: Var<'g>, is_causal: bool) -> Var<'g> {
         let head_size = self.shape().get(3).copied().unwrap_or(0);
         self.attention(k, v, Attention::scaled_dot_product(is_causal, head_size))
