@@ -139,15 +139,7 @@ impl Tensor {
             keep_mask.shape(),
             self.shape()
         );
-        assert!(
-            (0.0..=1.0).contains(&p),
-            "dropout probability {p} is not in [0, 1]"
-        );
-        let scale = if p == 1.0 {
-            0.0
-        } else {
-            (1.0 / (1.0 - p as f64)) as f32
-        };
+        let scale = dropout_scale(p);
         self.zip_map(keep_mask, |x, m| x * m * scale)
     }
 
@@ -160,6 +152,20 @@ impl Tensor {
 }
 
 /// The largest value of a lane; `-inf` for an empty lane.
+/// What dropout multiplies a kept element by, `1 / (1 - p)` rounded as
+/// PyTorch rounds it (0 at `p = 1`, where nothing is kept).
+fn dropout_scale(p: f32) -> f32 {
+    assert!(
+        (0.0..=1.0).contains(&p),
+        "dropout probability {p} is not in [0, 1]"
+    );
+    if p == 1.0 {
+        0.0
+    } else {
+        (1.0 / (1.0 - p as f64)) as f32
+    }
+}
+
 fn lane_max(x: &[f32]) -> f32 {
     x.iter().copied().fold(f32::NEG_INFINITY, f32::max)
 }
@@ -259,15 +265,7 @@ impl Tensor {
             start + self.len(),
             keep.shape()
         );
-        assert!(
-            (0.0..=1.0).contains(&p),
-            "dropout probability {p} is not in [0, 1]"
-        );
-        let scale = if p == 1.0 {
-            0.0
-        } else {
-            (1.0 / (1.0 - p as f64)) as f32
-        };
+        let scale = dropout_scale(p);
         let x = self.contiguous();
         let values = x.data.as_slice().expect("contiguous");
         let mut out = vec![0f32; values.len()];
