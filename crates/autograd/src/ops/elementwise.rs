@@ -201,10 +201,13 @@ impl<'g> Var<'g> {
     // ANCHOR: relu
     /// `max(0, self)`; the gradient passes where the input was positive.
     pub fn relu(self) -> Var<'g> {
-        let a = self.value();
-        self.graph.op(a.relu(), &[self], move |grad| {
-            // grad · 1[x > 0], in one pass over both.
-            vec![grad.zip_map(&a, |g, x| g * if x > 0.0 { 1.0 } else { 0.0 })]
+        let out = self.value().relu();
+        // The output, not the input, is kept, as PyTorch's `threshold_backward`
+        // does: 1[relu(x) > 0] = 1[x > 0], and the input can then be freed.
+        let kept = out.clone();
+        self.graph.op(out, &[self], move |grad| {
+            // grad · 1[y > 0], in one pass over both.
+            vec![grad.zip_map(&kept, |g, y| g * if y > 0.0 { 1.0 } else { 0.0 })]
         })
     }
     // ANCHOR_END: relu
