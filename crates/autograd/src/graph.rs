@@ -18,6 +18,65 @@ struct Node {
     param: Option<ParamId>,
     /// For an op's output: the op's number on this graph.
     op: Option<usize>,
+    /// Whether the value is a view of an input's buffer (a reshape, a
+    /// transpose): an earlier node then holds the same numbers.
+    is_view: bool,
+    /// Set once the value was freed at the end of a [`Graph::scope`].
+    freed: Option<Freed>,
+}
+
+/// What is left of a value freed at the end of a [`Graph::scope`]: its shape,
+/// and which non-finite values it held, so that a NaN loss can still be
+/// traced to the op that made it.
+struct Freed {
+    shape: Vec<usize>,
+    /// Whether it held a NaN, a `+inf`, a `-inf`.
+    held: [bool; 3],
+}
+
+/// The kinds of non-finite value, in the order the diagnosis looks for them.
+const NON_FINITE: [f32; 3] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY];
+
+/// Which of [`NON_FINITE`] `v` is, if any.
+fn non_finite_kind(v: f32) -> Option<usize> {
+    if v.is_nan() {
+        Some(0)
+    } else if v.is_infinite() {
+        Some(if v > 0.0 { 1 } else { 2 })
+    } else {
+        None
+    }
+}
+
+impl Freed {
+    fn of(value: &Tensor) -> Freed {
+        let mut held = [false; 3];
+        let array = value.array();
+        let mut scan = |values: &mut dyn Iterator<Item = &f32>| {
+            for &v in values {
+                if let Some(kind) = non_finite_kind(v) {
+                    held[kind] = true;
+                }
+            }
+        };
+        match array.as_slice_memory_order() {
+            Some(values) => {
+                // The largest magnitude's bits, a loop the compiler vectorises:
+                // the kinds are looked for only if some value is not finite.
+                let largest = values
+                    .iter()
+                    .fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff));
+                if largest >= f32::INFINITY.to_bits() {
+                    scan(&mut values.iter());
+                }
+            }
+            None => scan(&mut array.iter()),
+        }
+        Freed {
+            shape: value.shape().to_vec(),
+            held,
+        }
+    }
 }
 
 /// The record of one forward pass. Build a new one for every training step.
@@ -104,23 +163,33 @@ impl Graph {
     /// weight was attached just before it.
     pub fn first_non_finite(&self, params: &Params) -> Option<String> {
         let nodes = self.nodes.borrow();
-        let find = |bad: fn(&f32) -> bool| {
+        let find = |kind: usize| {
             let mut last_param = None;
             for node in nodes.iter() {
                 if let Some(p) = node.param {
                     last_param = Some(p);
                 }
-                let Some(value) = node.value.to_vec().into_iter().find(bad) else {
+                let (value, shape) = match &node.freed {
+                    Some(freed) => (
+                        freed.held[kind].then_some(NON_FINITE[kind]),
+                        freed.shape.as_slice(),
+                    ),
+                    None => (
+                        node.value
+                            .to_vec()
+                            .into_iter()
+                            .find(|&v| non_finite_kind(v) == Some(kind)),
+                        node.value.shape(),
+                    ),
+                };
+                let Some(value) = value else {
                     continue;
                 };
                 return Some(match (node.param, node.op) {
                     (Some(p), _) => format!("parameter {} holds {value}", params.get(p).name),
-                    (None, None) => {
-                        format!("an input (shape {:?}) holds {value}", node.value.shape())
-                    }
+                    (None, None) => format!("an input (shape {shape:?}) holds {value}"),
                     (None, Some(op)) => format!(
-                        "the output of op {op} (shape {:?}{}) holds {value}",
-                        node.value.shape(),
+                        "the output of op {op} (shape {shape:?}{}) holds {value}",
                         last_param.map_or(String::new(), |p| format!(
                             ", computed after {} was attached",
                             params.get(p).name
@@ -130,9 +199,42 @@ impl Graph {
             }
             None
         };
-        find(|v| v.is_nan())
-            .or_else(|| find(|v| *v == f32::INFINITY))
-            .or_else(|| find(|v| *v == f32::NEG_INFINITY))
+        find(0).or_else(|| find(1)).or_else(|| find(2))
+    }
+
+    /// Runs `body`, then frees the values of the ops it recorded, except the
+    /// one it returns. This is what Python does to a function's locals when
+    /// `block(x)` returns, and what keeps a deep model's forward pass from
+    /// holding every intermediate: a backward rule keeps what it needs itself
+    /// (relu its output, a linear layer its input), so a value is freed only
+    /// where nothing else shares it. Reading a freed value panics, naming the op.
+    pub fn scope<'g>(&'g self, body: impl FnOnce() -> Var<'g>) -> Var<'g> {
+        let start = self.len();
+        let out = body();
+        let mut nodes = self.nodes.borrow_mut();
+        let is_local = |id: usize, node: &Node| {
+            id != out.id && node.op.is_some() && !node.retain_grad && node.freed.is_none()
+        };
+        // Views first: an earlier node holds their numbers, so the diagnosis
+        // loses nothing, and their input's buffer may be freed next.
+        for (id, node) in nodes.iter_mut().enumerate().skip(start) {
+            if is_local(id, node) && node.is_view {
+                node.freed = Some(Freed {
+                    shape: node.value.shape().to_vec(),
+                    held: [false; 3],
+                });
+                node.value = Tensor::zeros(&[0]);
+            }
+        }
+        // Then every buffer nothing else shares; one a backward rule keeps
+        // stays where it is, since freeing it would free nothing.
+        for (id, node) in nodes.iter_mut().enumerate().skip(start) {
+            if is_local(id, node) && node.value.is_unique() {
+                node.freed = Some(Freed::of(&node.value));
+                node.value = Tensor::zeros(&[0]);
+            }
+        }
+        out
     }
 
     fn push(&self, node: Node) -> Var<'_> {
@@ -155,6 +257,8 @@ impl Graph {
             retain_grad: false,
             param: None,
             op: None,
+            is_view: false,
+            freed: None,
         })
     }
 
@@ -170,6 +274,8 @@ impl Graph {
             retain_grad: recording,
             param: None,
             op: None,
+            is_view: false,
+            freed: None,
         })
     }
 
@@ -185,6 +291,8 @@ impl Graph {
             retain_grad: recording,
             param: Some(id),
             op: None,
+            is_view: false,
+            freed: None,
         })
     }
 
@@ -210,9 +318,14 @@ impl Graph {
             }
             _ => value,
         };
-        let requires_grad = self.is_recording() && {
+        let (requires_grad, is_view) = {
             let nodes = self.nodes.borrow();
-            inputs.iter().any(|v| nodes[v.id].requires_grad)
+            let requires_grad =
+                self.is_recording() && inputs.iter().any(|v| nodes[v.id].requires_grad);
+            let is_view = inputs
+                .iter()
+                .any(|v| value.shares_memory(&nodes[v.id].value));
+            (requires_grad, is_view)
         };
         profile::forward(kind);
         self.push(Node {
@@ -234,6 +347,8 @@ impl Graph {
             retain_grad: false,
             param: None,
             op: Some(op),
+            is_view,
+            freed: None,
         })
     }
 }
@@ -241,17 +356,35 @@ impl Graph {
 impl<'g> Var<'g> {
     /// The value (a cheap clone: tensors share their buffer).
     pub fn value(&self) -> Tensor {
-        self.graph.nodes.borrow()[self.id].value.clone()
+        let nodes = self.graph.nodes.borrow();
+        let node = &nodes[self.id];
+        if node.freed.is_some() {
+            panic!(
+                "the output of op {} was freed when the Graph::scope that made it returned; \
+                 return it from the scope to use it afterwards",
+                node.op.unwrap_or_default()
+            );
+        }
+        node.value.clone()
+    }
+
+    /// Whether a [`Graph::scope`] freed this value.
+    pub fn is_freed(&self) -> bool {
+        self.graph.nodes.borrow()[self.id].freed.is_some()
     }
 
     /// The shape of the value.
     pub fn shape(&self) -> Vec<usize> {
-        self.graph.nodes.borrow()[self.id].value.shape().to_vec()
+        let nodes = self.graph.nodes.borrow();
+        match &nodes[self.id].freed {
+            Some(freed) => freed.shape.clone(),
+            None => nodes[self.id].value.shape().to_vec(),
+        }
     }
 
     /// The single value of a one-element variable, e.g. a loss.
     pub fn item(&self) -> f32 {
-        self.graph.nodes.borrow()[self.id].value.item()
+        self.value().item()
     }
 
     /// The graph this variable lives on.

@@ -77,6 +77,13 @@ impl<'g, 'p> ForwardPass<'g, 'p> {
         self.graph.param(self.params, id)
     }
 
+    /// Calls a layer as Python calls `block(x)`: the values it made die when
+    /// it returns, except its output and what backward keeps (see
+    /// [`Graph::scope`]). The numbers do not change; the peak memory does.
+    pub fn scope(&self, layer: impl FnOnce() -> Var<'g>) -> Var<'g> {
+        self.graph.scope(layer)
+    }
+
     /// Dropout on attention weights of `shape` inside the fused op
     /// ([`Var::attention`]): the keep mask [`ForwardPass::dropout`] would draw
     /// here, one bit per weight; `None` where it would draw nothing (eval

@@ -113,6 +113,42 @@ impl Tensor {
         &self.data
     }
 
+    /// Whether no other tensor shares this one's buffer, so that dropping it
+    /// frees the memory.
+    pub fn is_unique(&self) -> bool {
+        self.data.is_unique()
+    }
+
+    /// Whether the two tensors' elements overlap in memory: one is a view
+    /// (a reshape, a transpose, a slice) of the other's buffer, or both are
+    /// views of one buffer.
+    pub fn shares_memory(&self, other: &Tensor) -> bool {
+        match (self.address_range(), other.address_range()) {
+            (Some(a), Some(b)) => a.start < b.end && b.start < a.end,
+            _ => false,
+        }
+    }
+
+    /// The addresses from the first to just past the last element, whatever
+    /// the strides; `None` for an empty tensor.
+    fn address_range(&self) -> Option<std::ops::Range<usize>> {
+        if self.data.is_empty() {
+            return None;
+        }
+        let (mut low, mut high) = (0isize, 0isize);
+        for (&dim, &stride) in self.data.shape().iter().zip(self.data.strides()) {
+            let reach = (dim as isize - 1) * stride;
+            if reach < 0 {
+                low += reach;
+            } else {
+                high += reach;
+            }
+        }
+        let base = self.data.as_ptr() as isize;
+        let size = std::mem::size_of::<f32>() as isize;
+        Some((base + low * size) as usize..(base + (high + 1) * size) as usize)
+    }
+
     /// A mutable view; copies the buffer first if another tensor shares it.
     pub fn view_mut(&mut self) -> ndarray::ArrayViewMutD<'_, f32> {
         self.data.view_mut()
