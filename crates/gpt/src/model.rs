@@ -292,7 +292,7 @@ impl Gpt {
         let pos_emb = self.wpe.forward(pass, &pos, &[t]); // (T, C)
         let mut x = pass.dropout(tok_emb + pos_emb, self.config.dropout); // (B, T, C)
         for block in &self.h {
-            x = block.forward(pass, x); // (B, T, C)
+            x = pass.scope(|| block.forward(pass, x)); // (B, T, C): its locals die here
         }
         let x = self.ln_f.forward(pass, x); // (B, T, C)
         self.lm_head.forward(pass, x) // (B, T, V)

@@ -401,7 +401,7 @@ impl VideoGpt {
             }
             Body::Blocks(blocks) => {
                 for block in blocks {
-                    x = block.forward(pass, x); // (B, T, C)
+                    x = pass.scope(|| block.forward(pass, x)); // (B, T, C): its locals die here
                 }
             }
         }

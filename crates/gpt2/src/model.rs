@@ -354,7 +354,7 @@ impl Gpt {
         let tok_emb = self.wte.forward(pass, idx, &[b, t]); // (B, T, C)
         let mut x = tok_emb + pos_emb; // (B, T, C)
         for block in &self.h {
-            x = block.forward(pass, x); // (B, T, C)
+            x = pass.scope(|| block.forward(pass, x)); // (B, T, C): its locals die here
         }
         let x = self.ln_f.forward(pass, x); // (B, T, C)
         self.lm_head.forward(pass, x) // (B, T, V)
