@@ -24,6 +24,7 @@ mod pool;
 mod reduce;
 pub mod rng;
 mod shape;
+pub mod small_matmul;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
 pub use elementwise::parallel_fill;

@@ -14,9 +14,12 @@
 //! across threads instead. gemm's own threading wakes rayon's sleeping threads
 //! for every product, which cost more than it saved on the lectures' small
 //! products. `ZTH_THREADS=1` keeps everything on the calling thread.
+//!
+//! Tiny products (attention's at T = 8) skip gemm's packing and dispatch:
+//! [`crate::small_matmul`] computes them with gemm's own sums, bit for bit.
 
 use crate::pool::{for_each_piece, SharedMut};
-use crate::{broadcast_shapes, Tensor};
+use crate::{broadcast_shapes, small_matmul, Tensor};
 use gemm::Parallelism;
 use ndarray::{s, ArrayView2, ArrayView3, ArrayViewD, Axis, Ix2, IxDyn};
 use std::mem::MaybeUninit;
@@ -25,6 +28,11 @@ use std::sync::OnceLock;
 /// A product of this many multiply-adds (about 7 µs on one core) or more is
 /// split between threads; a batch of smaller ones is divided instead.
 const SPLIT_FROM: usize = 1 << 20;
+/// A product of at most this many multiply-adds (16×32×16) goes to
+/// [`small_matmul`], where it takes a third to three quarters of gemm's time
+/// (8×16×8 to 16×16×16, one thread); above it, gemm's packed AVX-512 kernels
+/// win.
+const SMALL_UP_TO: usize = 1 << 13;
 /// A batch of small products with fewer multiply-adds than this stays on one thread.
 const SPLIT_BATCH_FROM: usize = 1 << 18;
 /// Blocks of a split product start at multiples of this many rows or columns,
@@ -224,6 +232,25 @@ fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [MaybeUninit<f32>],
 /// `dst` must be valid for writes at `i·row_stride + j` for every row `i` of `a`
 /// and column `j` of `b`.
 unsafe fn gemm_into(a: &ArrayView2<f32>, b: &ArrayView2<f32>, dst: *mut f32, row_stride: usize) {
+    if small_matmul::eligible(a, b, SMALL_UP_TO) {
+        // SAFETY: eligible, the kernel is this machine's, and the caller vouches for `dst`.
+        unsafe { small_matmul::product(small_kernel(), a, b, dst, row_stride) };
+        return;
+    }
+    // SAFETY: as this function's.
+    unsafe { gemm_only(a, b, dst, row_stride) }
+}
+
+/// [`gemm_into`] without the small path: gemm's own kernels.
+///
+/// # Safety
+/// As [`gemm_into`].
+pub(crate) unsafe fn gemm_only(
+    a: &ArrayView2<f32>,
+    b: &ArrayView2<f32>,
+    dst: *mut f32,
+    row_stride: usize,
+) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     // SAFETY: the views guarantee that every element at `ptr + i·row_stride +
     // j·col_stride` inside their dimensions is readable; the caller vouches for
@@ -252,6 +279,12 @@ unsafe fn gemm_into(a: &ArrayView2<f32>, b: &ArrayView2<f32>, dst: *mut f32, row
             Parallelism::None,
         );
     }
+}
+
+/// The small products' kernel for this machine, chosen once.
+fn small_kernel() -> small_matmul::Kernel {
+    static KERNEL: OnceLock<small_matmul::Kernel> = OnceLock::new();
+    *KERNEL.get_or_init(small_matmul::Kernel::for_this_machine)
 }
 
 /// The operand of a batched product, as `count` matrices.
