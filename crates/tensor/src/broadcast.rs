@@ -64,12 +64,38 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Vec<usize>, ShapeErr
     Ok(out)
 }
 
+/// When `small` is `large` with its trailing axes set to 1 (a row's sum kept
+/// with `keepdim`), the number of elements of `large` that share one element
+/// of `small`: a run of that many, one run per element, in memory order.
+pub(crate) fn run_width(small: &[usize], large: &[usize]) -> Option<usize> {
+    if small.len() != large.len() || small.contains(&0) {
+        return None;
+    }
+    let kept = small.iter().rposition(|&d| d != 1).map_or(0, |i| i + 1);
+    let width: usize = large[kept..].iter().product();
+    (small[..kept] == large[..kept] && width > 1).then_some(width)
+}
+
 impl Tensor {
     /// The tensor stretched to `shape` (`tensor.expand(shape)`), copied into its
     /// own buffer. Panics if the shape is not a broadcast of this one.
     pub fn broadcast_to(&self, shape: &[usize]) -> Tensor {
         if self.shape() == shape {
             return self.clone();
+        }
+        if let (Some(width), Some(values)) = (run_width(self.shape(), shape), self.data.as_slice())
+        {
+            // One value per run (a row's gradient spread over the row).
+            let out = crate::elementwise::parallel_collect(
+                values.len() * width,
+                width,
+                |start, piece| {
+                    for (run, &v) in piece.chunks_mut(width).zip(&values[start / width..]) {
+                        run.fill(std::mem::MaybeUninit::new(v));
+                    }
+                },
+            );
+            return Tensor::from_vec(out, shape);
         }
         let view = self
             .data

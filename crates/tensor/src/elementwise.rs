@@ -8,6 +8,7 @@
 //! ([`parallel_fill`]). Each element is computed by the same function either
 //! way, so the result has the same bits on any number of threads.
 
+use crate::broadcast::run_width;
 use crate::numeric::{erf, gelu_into, normal_cdf_into, tanh_f32, tanh_into, SimdPath};
 use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, max_threads, Tensor};
@@ -51,6 +52,24 @@ pub(crate) fn parallel_collect(
     // SAFETY: the pieces cover `0..len`, and `fill` wrote each of them whole.
     unsafe { out.set_len(len) };
     out
+}
+
+/// `f(x, v)` for each element `x` of `large`, with `v` the element of `small`
+/// whose run of `width` elements it is in.
+fn map_runs(
+    large: &[f32],
+    small: &[f32],
+    width: usize,
+    f: impl Fn(f32, f32) -> f32 + Sync,
+) -> Vec<f32> {
+    parallel_collect(large.len(), width, |start, piece| {
+        let runs = large[start..].chunks(width).zip(&small[start / width..]);
+        for (o, (xs, &v)) in piece.chunks_mut(width).zip(runs) {
+            for (o, &x) in o.iter_mut().zip(xs) {
+                o.write(f(x, v));
+            }
+        }
+    })
 }
 
 /// [`parallel_fill`] with the number of pieces given.
@@ -111,6 +130,17 @@ impl Tensor {
                     && !small.is_empty()
                     && large.shape().ends_with(&shape[ones..])
             };
+            // One operand constant along the trailing axes of the other (a
+            // row's sum or max kept with `keepdim`): one value per run of
+            // `width` elements, again with no broadcast view.
+            if let Some(width) = run_width(other.shape(), self.shape()) {
+                let out = map_runs(a, b, width, &f);
+                return Tensor::from_vec(out, self.shape());
+            }
+            if let Some(width) = run_width(self.shape(), other.shape()) {
+                let out = map_runs(b, a, width, |b, a| f(a, b));
+                return Tensor::from_vec(out, other.shape());
+            }
             if trailing(other, self) {
                 let width = b.len();
                 let out = parallel_collect(a.len(), width, |start, piece| {
