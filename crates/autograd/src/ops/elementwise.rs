@@ -47,8 +47,9 @@ impl<'g> Var<'g> {
         let (a, b) = (self.value(), other.value());
         self.graph.op(a.div(&b), &[self, other], move |grad| {
             let grad_a = grad.div(&b);
-            // d(a/b)/db = -a/b² = -(a/b)/b
-            let grad_b = grad_a.mul(&a).div(&b).neg();
+            // d(a/b)/db = -a/b² = -(a/b)/b, the negation in the same pass as
+            // the second division.
+            let grad_b = grad_a.mul(&a).zip_map(&b, |x, b| -(x / b));
             vec![
                 grad_a.sum_to_shape(a.shape()),
                 grad_b.sum_to_shape(b.shape()),

@@ -1,6 +1,7 @@
 //! Matrix multiplication.
 
 use crate::graph::Var;
+use tensor::Tensor;
 
 impl<'g> Var<'g> {
     // ANCHOR: matmul
@@ -16,8 +17,15 @@ impl<'g> Var<'g> {
             a.shape(),
             b.shape()
         );
+        // As PyTorch's `needs_input_grad`: no product for a constant operand
+        // (the lecture's one-hot inputs), whose gradient nobody reads.
+        let a_needs_grad = self.requires_grad();
         self.graph.op(a.matmul(&b), &[self, other], move |grad| {
-            let grad_a = grad.matmul(&b.transpose(-1, -2)).sum_to_shape(a.shape());
+            let grad_a = if a_needs_grad {
+                grad.matmul(&b.transpose(-1, -2)).sum_to_shape(a.shape())
+            } else {
+                Tensor::zeros(&[0])
+            };
             let grad_b = if b.ndim() == 2 && a.ndim() > 2 {
                 // A weight shared by every row of a (B, T, K) input: its gradient sums
                 // over all B·T rows, which is one (K, B·T) @ (B·T, N) product, not B
