@@ -141,17 +141,33 @@ impl AdamW {
             let mut value = p.value.view_mut();
             let mut m_view = m.view_mut();
             let mut v_view = v.view_mut();
-            ndarray::Zip::from(&mut value)
-                .and(&mut m_view)
-                .and(&mut v_view)
-                .and(&grad.view())
-                .for_each(|x, m, v, &g| {
-                    *x *= 1.0 - lr * decay; // decoupled weight decay
-                    *m += (g - *m) * (1.0 - beta1); // torch's lerp
-                    *v = *v * beta2 + (1.0 - beta2) * g * g;
-                    let denom = v.sqrt() / bias_correction2_sqrt + eps;
-                    *x += -step_size * *m / denom;
-                });
+            let update = |x: &mut f32, m: &mut f32, v: &mut f32, g: f32| {
+                *x *= 1.0 - lr * decay; // decoupled weight decay
+                *m += (g - *m) * (1.0 - beta1); // torch's lerp
+                *v = *v * beta2 + (1.0 - beta2) * g * g;
+                let denom = v.sqrt() / bias_correction2_sqrt + eps;
+                *x += -step_size * *m / denom;
+            };
+            // A weight's gradient can come out of backward transposed.
+            let grad = grad.contiguous();
+            let slices = (
+                value.as_slice_mut(),
+                m_view.as_slice_mut(),
+                v_view.as_slice_mut(),
+                grad.array().as_slice(),
+            );
+            if let (Some(xs), Some(ms), Some(vs), Some(gs)) = slices {
+                // Contiguous, as parameters are: a loop the compiler vectorises.
+                for (((x, m), v), &g) in xs.iter_mut().zip(ms).zip(vs).zip(gs) {
+                    update(x, m, v, g);
+                }
+            } else {
+                ndarray::Zip::from(&mut value)
+                    .and(&mut m_view)
+                    .and(&mut v_view)
+                    .and(&grad.view())
+                    .for_each(|x, m, v, &g| update(x, m, v, g));
+            }
         }
     }
     // ANCHOR_END: adamw_step
