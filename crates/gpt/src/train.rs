@@ -103,22 +103,25 @@ impl Trainer {
     /// clip, AdamW at the schedule's rate. Returns the loss.
     pub fn step(&mut self, x: &[usize], y: &[usize]) -> f32 {
         let (b, t) = (self.cfg.train.batch_size, self.cfg.model.block_size());
-        let graph = Graph::new();
-        let pass = if self.cfg.model.dropout() > 0.0 {
-            ForwardPass::train(&graph, &self.params, &self.rng)
-        } else {
-            ForwardPass::eval(&graph, &self.params) // no dropout: nothing differs
-        };
-        let loss = self.model.loss(&pass, x, y, b, t); // scalar
-        self.params.zero_grad();
-        loss.backward_into(&mut self.params);
+        let loss = {
+            let graph = Graph::new();
+            let pass = if self.cfg.model.dropout() > 0.0 {
+                ForwardPass::train(&graph, &self.params, &self.rng)
+            } else {
+                ForwardPass::eval(&graph, &self.params) // no dropout: nothing differs
+            };
+            let loss = self.model.loss(&pass, x, y, b, t); // scalar
+            self.params.zero_grad();
+            loss.backward_into(&mut self.params);
+            loss.item()
+        }; // the graph is freed here, as PyTorch frees it in backward
         if self.cfg.train.grad_clip > 0.0 {
             clip_grad_norm(&mut self.params, self.cfg.train.grad_clip);
         }
         self.opt.config.lr = self.cfg.train.lr_at(self.iter);
-        self.opt.step(&mut self.params);
+        self.opt.step(&mut self.params); // so the update writes the weights in place
         self.iter += 1;
-        loss.item()
+        loss
     }
     // ANCHOR_END: train_step
 }

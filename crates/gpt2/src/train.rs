@@ -149,12 +149,15 @@ pub fn train_step(
     (x, y): (&[usize], &[usize]),
     (b, t): (usize, usize),
 ) -> f32 {
-    let graph = Graph::new();
-    let loss = model.loss(&ForwardPass::eval(&graph, params), x, y, b, t); // scalar
-    params.zero_grad();
-    loss.backward_into(params);
-    optimizer.step(params);
-    loss.item()
+    let loss = {
+        let graph = Graph::new();
+        let loss = model.loss(&ForwardPass::eval(&graph, params), x, y, b, t); // scalar
+        params.zero_grad();
+        loss.backward_into(params);
+        loss.item()
+    }; // the graph is freed here, as PyTorch frees it in backward
+    optimizer.step(params); // so the update writes the weights in place
+    loss
 }
 // ANCHOR_END: train_step
 
