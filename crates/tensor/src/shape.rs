@@ -32,11 +32,8 @@ impl Tensor {
             shape,
             count
         );
-        let data = if self.data.is_standard_layout() {
-            self.data.clone()
-        } else {
-            self.data.as_standard_layout().into_owned().into_shared()
-        };
+        // A view is copied first (heads transposed back: whole rows at a time).
+        let data = self.contiguous().data;
         Tensor {
             data: data
                 .into_shape_with_order(IxDyn(shape))
