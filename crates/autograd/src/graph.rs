@@ -50,31 +50,9 @@ fn non_finite_kind(v: f32) -> Option<usize> {
 
 impl Freed {
     fn of(value: &Tensor) -> Freed {
-        let mut held = [false; 3];
-        let array = value.array();
-        let mut scan = |values: &mut dyn Iterator<Item = &f32>| {
-            for &v in values {
-                if let Some(kind) = non_finite_kind(v) {
-                    held[kind] = true;
-                }
-            }
-        };
-        match array.as_slice_memory_order() {
-            Some(values) => {
-                // The largest magnitude's bits, a loop the compiler vectorises:
-                // the kinds are looked for only if some value is not finite.
-                let largest = values
-                    .iter()
-                    .fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff));
-                if largest >= f32::INFINITY.to_bits() {
-                    scan(&mut values.iter());
-                }
-            }
-            None => scan(&mut array.iter()),
-        }
         Freed {
             shape: value.shape().to_vec(),
-            held,
+            held: value.non_finite_kinds(),
         }
     }
 }

@@ -54,6 +54,49 @@ pub(crate) fn parallel_collect(
     out
 }
 
+impl Tensor {
+    /// Which non-finite values the tensor holds: `[NaN, +inf, -inf]`. One
+    /// cheap test per value, in pieces across threads; the kinds are told
+    /// apart only where something is off.
+    pub fn non_finite_kinds(&self) -> [bool; 3] {
+        let kinds = |values: &mut dyn Iterator<Item = f32>| {
+            let mut held = [false; 3];
+            for v in values.filter(|v| !v.is_finite()) {
+                held[if v.is_nan() {
+                    0
+                } else if v > 0.0 {
+                    1
+                } else {
+                    2
+                }] = true;
+            }
+            held
+        };
+        let Some(values) = self.data.as_slice_memory_order() else {
+            return kinds(&mut self.data.iter().copied());
+        };
+        let found = std::sync::Mutex::new([false; 3]);
+        let threads = threads_for(values.len());
+        let per_piece = values.len().div_ceil(threads.max(1)).max(1);
+        for_each_piece(values.len().div_ceil(per_piece), |piece| {
+            let part = &values[piece * per_piece..values.len().min((piece + 1) * per_piece)];
+            // Bits above the largest finite magnitude's: a comparison of
+            // signed integers, which the compiler vectorises.
+            let off = part.iter().fold(false, |off, v| {
+                off | ((v.to_bits() & 0x7fff_ffff) as i32 > f32::MAX.to_bits() as i32)
+            });
+            if off {
+                let held = kinds(&mut part.iter().copied());
+                let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                for (f, h) in found.iter_mut().zip(held) {
+                    *f |= h;
+                }
+            }
+        });
+        found.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// `f(x, v)` for each element `x` of `large`, with `v` the element of `small`
 /// whose run of `width` elements it is in.
 fn map_runs(
