@@ -43,11 +43,14 @@ fn main() {
     gpt2::keep_freed_memory();
     let mut params = Params::new();
     let mut rng = TorchGenerator::manual_seed(1337);
-    let model = Gpt::new(
+    let mut model = Gpt::new(
         &mut Init::new(&mut params, &mut rng),
         GptConfig::preset("gpt2").unwrap(),
         InitScheme::Gpt2,
     );
+    // transformers' GPT2 attends with scaled_dot_product_attention; this is
+    // ours, as in a model from_pretrained loads.
+    model.set_flash(true);
     let ids: Vec<usize> = (0..1024).map(|i| (i * 7919) % 50257).collect();
     let forward = median_ms(5, || {
         gpt2::sample::logits(&model, &params, &ids).unwrap();

@@ -246,7 +246,8 @@ impl Gpt {
     /// The model of `config` with every parameter zero, drawing nothing: the
     /// frame [`crate::hf::from_pretrained`] and [`crate::llmc::read_model`]
     /// fill. Zeroed memory is not touched until it is written, so a load
-    /// holds about one copy of the weights, not two.
+    /// holds about one copy of the weights, not two. Its attention is the
+    /// fused op (`flash`), as in the GPT that build-nanogpt ends with.
     pub fn zeros(params: &mut Params, config: GptConfig) -> Gpt {
         let (v, c) = (config.vocab_size, config.n_embd);
         let mut add = |name: &str, shape: &[usize]| params.add(name, Tensor::zeros(shape));
@@ -277,7 +278,9 @@ impl Gpt {
                         c_proj: linear(&mut add, &format!("{name}.attn.c_proj"), c, c),
                         n_head: config.n_head,
                         dropout: 0.0,
-                        flash: false,
+                        // As build-nanogpt's final GPT, which loads OpenAI's
+                        // weights: the fused op, with the lines' bits.
+                        flash: true,
                     },
                     ln_2: layer_norm(&mut add, &format!("{name}.ln_2")),
                     mlp: Mlp {
