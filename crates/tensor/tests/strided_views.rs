@@ -174,3 +174,24 @@ fn contiguous_copies_of_row_strided_views_keep_the_logical_order() {
         assert_eq!(copy.to_vec(), logical, "{name}");
     }
 }
+
+#[test]
+fn a_transposed_matrix_or_stack_copies_in_logical_order() {
+    // A weight's gradient as a product leaves it; odd sizes cut the tiles of
+    // 16 rows; a stack of matrices; one large enough for both threads.
+    for (shape, swap) in [
+        (vec![53, 37], (0, 1)),
+        (vec![3, 20, 17], (1, 2)),
+        (vec![2304, 768], (0, 1)),
+    ] {
+        let n: usize = shape.iter().product();
+        let values = (0..n).map(|i| (i % 1013) as f32 * 0.25 - 7.0).collect();
+        let view = Tensor::from_vec(values, &shape).transpose(swap.0 as isize, swap.1 as isize);
+        assert!(!view.is_contiguous());
+        let logical: Vec<f32> = view.view().iter().copied().collect();
+        let copy = view.contiguous();
+        assert!(copy.is_contiguous(), "{shape:?}");
+        assert_eq!(copy.shape(), view.shape(), "{shape:?}");
+        assert_eq!(copy.to_vec(), logical, "{shape:?}");
+    }
+}
