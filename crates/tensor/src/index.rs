@@ -61,17 +61,35 @@ impl Tensor {
         // A row looked up thousands of times (lecture 2 looks up each of 27 rows
         // ~8,000 times) sums that many values; accumulate in f64, as the
         // reductions do, so the result does not drift with the count.
-        let mut out = vec![0f64; rows * width];
-        for (n, &i) in idx.iter().enumerate() {
+        // Only the rows looked up get sums (GPT-2's 50,304 × 768 table holds
+        // a few hundred per micro-batch); the rest are zero.
+        let mut slot_of_row = vec![usize::MAX; rows];
+        let mut looked_up = Vec::new();
+        for &i in idx {
             assert!(i < rows, "index {i} is out of range for {rows} rows");
-            let target = &mut out[i * width..(i + 1) * width];
+            if slot_of_row[i] == usize::MAX {
+                slot_of_row[i] = looked_up.len();
+                looked_up.push(i);
+            }
+        }
+        let mut sums = vec![0f64; looked_up.len() * width];
+        for (n, &i) in idx.iter().enumerate() {
+            let slot = slot_of_row[i];
+            let target = &mut sums[slot * width..(slot + 1) * width];
             for (t, &v) in target.iter_mut().zip(&values[n * width..(n + 1) * width]) {
                 *t += v as f64;
             }
         }
+        let mut out = vec![0f32; rows * width];
+        for (slot, &i) in looked_up.iter().enumerate() {
+            let sum = &sums[slot * width..(slot + 1) * width];
+            for (o, &s) in out[i * width..(i + 1) * width].iter_mut().zip(sum) {
+                *o = s as f32;
+            }
+        }
         let mut shape = vec![rows];
         shape.extend_from_slice(row_shape);
-        Tensor::from_vec(out.into_iter().map(|v| v as f32).collect(), &shape)
+        Tensor::from_vec(out, &shape)
     }
 
     /// One entry of the last axis per leading position (`probs[arange(n), ys]`):
