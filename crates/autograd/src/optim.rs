@@ -157,10 +157,9 @@ impl AdamW {
                 grad.array().as_slice(),
             );
             if let (Some(xs), Some(ms), Some(vs), Some(gs)) = slices {
-                // Contiguous, as parameters are: a loop the compiler vectorises.
-                for (((x, m), v), &g) in xs.iter_mut().zip(ms).zip(vs).zip(gs) {
-                    update(x, m, v, g);
-                }
+                // Contiguous, as parameters are: a loop the compiler
+                // vectorises, in pieces across threads.
+                tensor::parallel_update(xs, ms, vs, gs, update);
             } else {
                 ndarray::Zip::from(&mut value)
                     .and(&mut m_view)
@@ -182,22 +181,23 @@ pub fn clip_grad_norm(params: &mut Params, max_norm: f32) -> f32 {
 }
 
 fn clip(params: &mut Params, max_norm: f32) -> f32 {
+    let square = |&x: &f32| (x as f64) * (x as f64);
     let total: f64 = params
         .iter()
         .filter_map(|(_, p)| p.grad.as_ref())
-        .map(|g| {
-            g.view()
-                .iter()
-                .map(|&x| (x as f64) * (x as f64))
-                .sum::<f64>()
+        .map(|g| match g.array().as_slice() {
+            // Row-major, as `Params::accumulate` keeps gradients: the same
+            // order as the view's, without ndarray's per-element stepping.
+            Some(values) => values.iter().map(square).sum::<f64>(),
+            None => g.view().iter().map(square).sum::<f64>(),
         })
         .sum();
     let total = total.sqrt() as f32;
     let coef = (max_norm / (total + 1e-6)).min(1.0);
     if coef < 1.0 {
         for (_, p) in params.iter_mut() {
-            if let Some(g) = &p.grad {
-                p.grad = Some(g.mul_scalar(coef));
+            if let Some(g) = &mut p.grad {
+                g.view_mut().mapv_inplace(|x| x * coef); // `grads.mul_(coef)`
             }
         }
     }

@@ -24,6 +24,41 @@ pub fn parallel_fill(out: &mut [f32], align: usize, fill: impl Fn(usize, &mut [f
     fill_in_pieces(out, align, threads_for(out.len()), fill);
 }
 
+/// `update(x, m, v, g)` for each index of four equally long slices, in pieces
+/// across threads: an optimizer's one pass over a parameter, its two moments
+/// and its gradient. Each index is updated once, by one thread.
+pub fn parallel_update(
+    xs: &mut [f32],
+    ms: &mut [f32],
+    vs: &mut [f32],
+    gs: &[f32],
+    update: impl Fn(&mut f32, &mut f32, &mut f32, f32) + Sync,
+) {
+    let len = xs.len();
+    assert!(
+        ms.len() == len && vs.len() == len && gs.len() == len,
+        "parallel_update: lengths {len}, {}, {}, {}",
+        ms.len(),
+        vs.len(),
+        gs.len()
+    );
+    let (ms, vs) = (SharedMut(ms.as_mut_ptr()), SharedMut(vs.as_mut_ptr()));
+    parallel_fill(xs, 1, |start, piece| {
+        // SAFETY: the pieces are disjoint ranges of `xs`; the same ranges of
+        // `ms` and `vs`, which are as long and borrowed mutably for this
+        // call, are touched by this piece only.
+        let (ms, vs) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(ms.ptr().add(start), piece.len()),
+                std::slice::from_raw_parts_mut(vs.ptr().add(start), piece.len()),
+            )
+        };
+        for (((x, m), v), &g) in piece.iter_mut().zip(ms).zip(vs).zip(&gs[start..]) {
+            update(x, m, v, g);
+        }
+    });
+}
+
 /// How many threads a pass over `len` elements is split between.
 fn threads_for(len: usize) -> usize {
     if len < PARALLEL_FROM {
