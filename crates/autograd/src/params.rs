@@ -97,9 +97,12 @@ impl Params {
     pub fn accumulate(&mut self, grads: &Grads) {
         for (id, g) in grads.params() {
             let param = &mut self.entries[id.0];
+            // Row-major, whatever layout backward made (a weight's gradient
+            // can come out transposed), for the passes of clipping and the
+            // optimizer.
             param.grad = Some(match param.grad.take() {
-                Some(sum) => &sum + g,
-                None => g.clone(),
+                Some(sum) => &sum + &g.contiguous(),
+                None => g.contiguous(),
             });
         }
     }
