@@ -71,20 +71,21 @@ impl Kernel {
 }
 
 /// Whether `a @ b` goes this way: both sides of the output at most 64 and more
-/// than 1, K from 3 to 512, `b`'s rows contiguous, and not a shape gemm sends
-/// to its other kernels (K ≤ 2 to `gevv`, a side of 1 to `gemv`, a row-major
-/// `a` times a column-major `b` with M·N ≤ 256 to dot products). Only
+/// than 1, K from 3 to 512, `b`'s rows contiguous (so never gemm's dot-product
+/// kernel, which takes a column-major `b`), both operands stepping forward
+/// along K (gemm reverses K for a negative stride), and not a shape gemm sends
+/// to its other kernels (K ≤ 2 to `gevv`, a side of 1 to `gemv`). Only
 /// products of at most `max_work` multiply-adds are taken: above that, gemm's
 /// packed kernels are faster.
 pub fn eligible(a: &ArrayView2<f32>, b: &ArrayView2<f32>, max_work: usize) -> bool {
     let ((m, k), n) = (a.dim(), b.dim().1);
-    let horizontal = a.strides()[1] == 1 && b.strides()[0] == 1 && m * n <= 16 * 16;
     (2..=MAX_N).contains(&m)
         && (2..=MAX_N).contains(&n)
         && (3..=512).contains(&k)
         && m * k * n <= max_work
         && b.strides()[1] == 1
-        && !horizontal
+        && a.strides()[1] > 0
+        && b.strides()[0] > 0
 }
 
 /// `a @ b` for matrices through `kernel`, for the tests that force each path;

@@ -106,7 +106,27 @@ fn shapes_gemm_sends_elsewhere_are_refused() {
             b.shape()
         );
     }
-    // Row-major times column-major with M·N ≤ 256: gemm's dot products.
+    // A column-major `b` (gemm's dot products when M·N ≤ 256).
     let b_columns = m(&[8, 8]).transpose(0, 1);
     assert!(matmul_2d(&m(&[8, 8]), &b_columns, kernel).is_none());
+    // K walked backwards, which gemm reverses.
+    let mut reversed = ndarray::ArrayD::<f32>::ones(ndarray::IxDyn(&[8, 8]));
+    reversed.invert_axis(ndarray::Axis(0));
+    let b_reversed = Tensor::from_array(reversed);
+    assert!(matmul_2d(&m(&[8, 8]), &b_reversed, kernel).is_none());
+}
+
+#[test]
+fn operands_with_gaps_between_rows_give_gemms_bits() {
+    // `b` narrowed out of a wider matrix; `a` rows of a taller one, or
+    // columns of a wider one (rows 30 apart).
+    let kernel = Kernel::for_this_machine();
+    let mut gen = TorchGenerator::manual_seed(9);
+    let b = gen.randn(&[16, 40]).narrow(1, 3, 8); // (16, 8), rows 40 apart
+    let a = gen.randn(&[14, 16]).narrow(0, 2, 7); // (7, 16)
+    let a_gaps = gen.randn(&[7, 30]).narrow(1, 5, 16); // (7, 16)
+    for a in [a, a_gaps] {
+        let small = matmul_2d(&a, &b, kernel).expect("an eligible product");
+        assert_eq!(bits(&small), bits(&gemm_2d(&a, &b)), "{:?}", a.shape());
+    }
 }
