@@ -184,8 +184,10 @@ impl Graph {
     /// one it returns. This is what Python does to a function's locals when
     /// `block(x)` returns, and what keeps a deep model's forward pass from
     /// holding every intermediate: a backward rule keeps what it needs itself
-    /// (relu its output, a linear layer its input), so a value is freed only
-    /// where nothing else shares it. Reading a freed value panics, naming the op.
+    /// (relu its output, a linear layer its input). Views (reshapes,
+    /// transposes) are always dropped from the tape, since their input holds
+    /// the numbers; any other value only where nothing else shares its buffer.
+    /// Reading a freed value panics, naming the op.
     pub fn scope<'g>(&'g self, body: impl FnOnce() -> Var<'g>) -> Var<'g> {
         let start = self.len();
         let out = body();
@@ -415,6 +417,11 @@ impl<'g> Var<'g> {
     /// Backpropagates from this variable with the given output gradient.
     pub fn backward_with(&self, seed: Tensor) -> Grads {
         let nodes = self.graph.nodes.borrow();
+        assert!(
+            nodes[self.id].freed.is_none(),
+            "backward from the output of op {} that a Graph::scope freed; return it from the scope",
+            nodes[self.id].op.unwrap_or_default()
+        );
         assert_eq!(
             seed.shape(),
             nodes[self.id].value.shape(),

@@ -17,8 +17,8 @@ impl<'g> Var<'g> {
             a.shape(),
             b.shape()
         );
-        // As PyTorch's `needs_input_grad`: no product for a constant operand
-        // (the lecture's one-hot inputs), whose gradient nobody reads.
+        // As PyTorch's `needs_input_grad`: no product for a constant left
+        // operand (the lecture's one-hot inputs), whose gradient nobody reads.
         let a_needs_grad = self.requires_grad();
         self.graph.op(a.matmul(&b), &[self, other], move |grad| {
             let grad_a = if a_needs_grad {
