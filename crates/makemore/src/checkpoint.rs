@@ -1,0 +1,264 @@
+//! The two files a run keeps in its work dir.
+//!
+//! - `model.safetensors`, the best model by test loss (makemore.py's
+//!   `model.pt`): exactly makemore.py's `state_dict` keys, the causal-mask
+//!   buffers included, so `model.load_state_dict(load_file(path), strict=True)`
+//!   loads it into makemore.py's own classes. Its metadata holds the type, the
+//!   `ModelConfig` and the vocabulary, which `--sample-only` needs.
+//! - `last.safetensors`, the state to resume from, written at every
+//!   evaluation, at the end and when the run is interrupted: the weights,
+//!   AdamW's moments and step, the global generator, the training sampler's
+//!   generator and the indices left of its current draw, and the best loss.
+//!
+//! Both carry a SHA-256 of their tensors and metadata, as the lectures'
+//! checkpoints do ([`gpt::checkpoint`]), so any damage is refused on load.
+
+use crate::data::Vocab;
+use crate::loader::InfiniteSampler;
+use crate::model::{state_dict, ModelConfig, ModelType};
+use crate::train::{TrainConfig, Trainer};
+use gpt::checkpoint::{
+    check_digest, model_and_moments, restore_model_and_moments, serialize_with_digest, NamedTensor,
+};
+use safetensors::{Dtype, SafeTensors};
+use std::collections::HashMap;
+use std::path::Path;
+use tensor::rng::TorchGenerator;
+use tensor::Tensor;
+
+/// The best model's file name in the work dir.
+pub const BEST: &str = "model.safetensors";
+/// The resume state's file name in the work dir.
+pub const LAST: &str = "last.safetensors";
+/// The `format` metadata of the best model.
+const BEST_FORMAT: &str = "zero-to-hero/makemore/model/1";
+/// The `format` metadata of the resume state.
+const LAST_FORMAT: &str = "zero-to-hero/makemore/last/1";
+
+fn bytes_of(t: &Tensor) -> Vec<u8> {
+    t.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn common_metadata(trainer: &Trainer) -> Result<HashMap<String, String>, String> {
+    let json = |v: &dyn erased::Json| v.to_json();
+    Ok(HashMap::from([
+        ("type".to_string(), trainer.cfg.kind.name().to_string()),
+        ("config".to_string(), json(&trainer.config)?),
+        ("train_config".to_string(), json(&trainer.cfg)?),
+        (
+            "vocab".to_string(),
+            trainer.data.vocab.chars().iter().collect(),
+        ),
+    ]))
+}
+
+mod erased {
+    /// serde_json for the few types the metadata holds.
+    pub trait Json {
+        fn to_json(&self) -> Result<String, String>;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn to_json(&self) -> Result<String, String> {
+            serde_json::to_string(self).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Writes `bytes` to `dir/name` atomically, naming the file in an error.
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
+    let path = dir.join(name);
+    report::write_atomic(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+// ANCHOR: save_best
+/// `torch.save(model.state_dict(), out_path)`, as safetensors.
+pub fn save_best(dir: &Path, trainer: &Trainer, test_loss: f32) -> Result<(), String> {
+    let tensors: Vec<NamedTensor> = state_dict(trainer.cfg.kind, &trainer.config, &trainer.params)
+        .into_iter()
+        .map(|(name, t)| (name, t.shape().to_vec(), bytes_of(&t)))
+        .collect();
+    let mut metadata = common_metadata(trainer)?;
+    metadata.insert("format".into(), BEST_FORMAT.into());
+    metadata.insert("step".into(), trainer.step.to_string());
+    metadata.insert("test_loss".into(), test_loss.to_string());
+    write(dir, BEST, &serialize_with_digest(&tensors, metadata)?)
+}
+// ANCHOR_END: save_best
+
+/// Saves the resume state.
+pub fn save_last(dir: &Path, trainer: &Trainer) -> Result<(), String> {
+    let tensors = model_and_moments(&trainer.params, &trainer.opt)?;
+    let mut metadata = common_metadata(trainer)?;
+    metadata.insert("format".into(), LAST_FORMAT.into());
+    metadata.insert("step".into(), trainer.step.to_string());
+    metadata.insert("adamw_step".into(), trainer.opt.steps().to_string());
+    metadata.insert(
+        "global_rng".into(),
+        serde_json::to_string(&trainer.global.state()).map_err(|e| e.to_string())?,
+    );
+    metadata.insert(
+        "sampler".into(),
+        serde_json::to_string(&trainer.sampler).map_err(|e| e.to_string())?,
+    );
+    metadata.insert(
+        "best_loss".into(),
+        serde_json::to_string(&trainer.best_loss.map(f32::to_bits)).map_err(|e| e.to_string())?,
+    );
+    write(dir, LAST, &serialize_with_digest(&tensors, metadata)?)
+}
+
+/// A checkpoint read and checked: its tensors and metadata.
+struct Opened<'a> {
+    st: SafeTensors<'a>,
+    meta: HashMap<String, String>,
+}
+
+fn open<'a>(bytes: &'a [u8], format: &str) -> Result<Opened<'a>, String> {
+    let st = SafeTensors::deserialize(bytes)
+        .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
+    let meta = header.metadata().clone().unwrap_or_default();
+    match meta.get("format") {
+        Some(f) if f == format => {}
+        Some(f) => return Err(format!("its format is {f:?}, expected {format:?}")),
+        None => return Err("it has no `format` metadata; not written by makemore".into()),
+    }
+    check_digest(&st, &meta)?;
+    Ok(Opened { st, meta })
+}
+
+impl Opened<'_> {
+    fn field(&self, key: &str) -> Result<&str, String> {
+        self.meta
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| format!("metadata has no `{key}`"))
+    }
+
+    /// Refuses a file whose model is not the one the flags and the data made.
+    fn check_model(&self, trainer: &Trainer) -> Result<(), String> {
+        let kind = ModelType::parse(self.field("type")?)?;
+        let config: ModelConfig =
+            serde_json::from_str(self.field("config")?).map_err(|e| format!("bad config: {e}"))?;
+        if kind != trainer.cfg.kind || config != trainer.config {
+            return Err(format!(
+                "it holds a {kind} model with {config:?}, but the flags and the input make a {} model with {:?}; \
+                 pass the flags it was trained with, or another --work-dir",
+                trainer.cfg.kind, trainer.config
+            ));
+        }
+        let vocab: Vec<char> = self.field("vocab")?.chars().collect();
+        if Vocab::from_chars(vocab.clone())? != trainer.data.vocab {
+            return Err(format!(
+                "its vocabulary {:?} is not the input file's {:?}",
+                vocab.iter().collect::<String>(),
+                trainer.data.vocab.chars().iter().collect::<String>()
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn read_f32(st: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Tensor, String> {
+    let view = st
+        .tensor(name)
+        .map_err(|_| format!("tensor {name} is missing"))?;
+    if view.dtype() != Dtype::F32 || view.shape() != shape {
+        return Err(format!(
+            "tensor {name} is {:?} {:?}, the model expects F32 {shape:?}",
+            view.dtype(),
+            view.shape()
+        ));
+    }
+    let values: Vec<f32> = view
+        .data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(format!("tensor {name} holds {} at index {i}", values[i]));
+    }
+    Ok(Tensor::from_vec(values, shape))
+}
+
+/// Loads the best model's weights into `trainer` (`model.load_state_dict`).
+pub fn load_best(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
+    let path = dir.join(BEST);
+    let bytes = std::fs::read(&path).map_err(|e| no_file(&path, e))?;
+    (|| {
+        let file = open(&bytes, BEST_FORMAT)?;
+        file.check_model(trainer)?;
+        let expected = state_dict(trainer.cfg.kind, &trainer.config, &trainer.params);
+        if file.st.len() != expected.len() {
+            return Err(format!(
+                "it holds {} tensors, the model's state_dict {}",
+                file.st.len(),
+                expected.len()
+            ));
+        }
+        for (_, p) in trainer.params.iter_mut() {
+            p.value = read_f32(&file.st, &p.name, p.value.shape())?;
+        }
+        Ok(())
+    })()
+    .map_err(|e: String| format!("{}: {e}", path.display()))
+}
+
+/// Restores `trainer` from the resume state.
+pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
+    let path = dir.join(LAST);
+    let bytes = std::fs::read(&path).map_err(|e| no_file(&path, e))?;
+    (|| {
+        let file = open(&bytes, LAST_FORMAT)?;
+        file.check_model(trainer)?;
+        let number = |key: &str| -> Result<u64, String> {
+            file.field(key)?
+                .parse()
+                .map_err(|e| format!("bad `{key}`: {e}"))
+        };
+        let adamw_step = number("adamw_step")?;
+        let step = number("step")? as usize;
+        let words: Vec<u32> = serde_json::from_str(file.field("global_rng")?)
+            .map_err(|e| format!("bad global_rng: {e}"))?;
+        let global = TorchGenerator::from_state(&words).map_err(|e| format!("global_rng: {e}"))?;
+        let sampler: Option<InfiniteSampler> = serde_json::from_str(file.field("sampler")?)
+            .map_err(|e| format!("bad sampler: {e}"))?;
+        if let Some(s) = &sampler {
+            let state_ok = s
+                .generator
+                .as_deref()
+                .is_none_or(|w| TorchGenerator::from_state(w).is_ok());
+            if s.n != trainer.data.train.len() || !state_ok || s.pending.iter().any(|&i| i >= s.n) {
+                return Err("its sampler does not fit the training set".into());
+            }
+        }
+        let best: Option<u32> = serde_json::from_str(file.field("best_loss")?)
+            .map_err(|e| format!("bad best_loss: {e}"))?;
+        restore_model_and_moments(&file.st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
+        trainer.global = global;
+        trainer.sampler = sampler;
+        trainer.step = step;
+        trainer.best_loss = best.map(f32::from_bits);
+        Ok(())
+    })()
+    .map_err(|e: String| format!("{}: {e}", path.display()))
+}
+
+fn no_file(path: &Path, e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "{} does not exist: there is no model in this work dir to resume or sample from; \
+             train one first (without --resume or --sample-only)",
+            path.display()
+        )
+    } else {
+        format!("cannot read {}: {e}", path.display())
+    }
+}
+
+/// The training flags a resume state was written with.
+pub fn train_config_of_last(dir: &Path) -> Option<TrainConfig> {
+    let bytes = std::fs::read(dir.join(LAST)).ok()?;
+    let file = open(&bytes, LAST_FORMAT).ok()?;
+    serde_json::from_str(file.field("train_config").ok()?).ok()
+}

@@ -1,0 +1,304 @@
+//! makemore.py's `__main__`, printing its lines in its format, plus what
+//! every run of this workspace leaves: `loss.csv`, the loss plot, and a
+//! resume state.
+
+use crate::checkpoint::{self, load_best, load_last, save_best, save_last};
+use crate::data::read_words;
+use crate::model::{ModelConfig, ModelType};
+use crate::tensorboard::{wall_time_now, EventWriter};
+use crate::train::{python_repr, TrainConfig, Trainer};
+use report::LossRow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// The flags of makemore.py.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// `-i/--input-file`; `None` is names.txt from the data catalogue.
+    pub input_file: Option<PathBuf>,
+    /// `-o/--work-dir`.
+    pub work_dir: PathBuf,
+    /// `--resume`: continue from the work dir's last state.
+    pub resume: bool,
+    /// `--sample-only`: print 50 samples from the best model and exit.
+    pub sample_only: bool,
+    /// `-n/--num-workers`: accepted, changes no draw.
+    pub num_workers: usize,
+    /// `--max-steps`: total steps, a resumed run's included; -1 runs until stopped.
+    pub max_steps: i64,
+    /// The model and training flags.
+    pub train: TrainConfig,
+}
+
+/// Set by SIGINT: the loop saves its state and stops after the current step.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Stops the run at the next step boundary on Ctrl-C, instead of dying mid-write.
+fn catch_interrupt() {
+    let handler: extern "C" fn(libc::c_int) = on_sigint;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+    }
+}
+
+/// `print(vars(args))`, as Python prints the dict.
+fn args_line(o: &Options, input: &str) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"));
+    let py_bool = |b: bool| if b { "True" } else { "False" };
+    let t = &o.train;
+    format!(
+        "{{'input_file': {}, 'work_dir': {}, 'resume': {}, 'sample_only': {}, 'num_workers': {}, \
+         'max_steps': {}, 'device': 'cpu', 'seed': {}, 'top_k': {}, 'type': {}, 'n_layer': {}, \
+         'n_head': {}, 'n_embd': {}, 'n_embd2': {}, 'batch_size': {}, 'learning_rate': {}, \
+         'weight_decay': {}}}",
+        quote(input),
+        quote(&o.work_dir.to_string_lossy()),
+        py_bool(o.resume),
+        py_bool(o.sample_only),
+        o.num_workers,
+        o.max_steps,
+        t.seed,
+        t.top_k.map_or(-1, |k| k as i64),
+        quote(t.kind.name()),
+        t.n_layer,
+        t.n_head,
+        t.n_embd,
+        t.n_embd2,
+        t.batch_size,
+        python_repr(t.learning_rate),
+        python_repr(t.weight_decay),
+    )
+}
+
+/// Roughly the bytes one training step holds at its peak: the weights with
+/// their gradient and AdamW's two moments, and the activations the tape keeps.
+pub fn estimated_step_bytes(kind: ModelType, c: &ModelConfig, batch: usize) -> f64 {
+    let (b, t, v) = (batch as f64, c.block_size as f64, c.vocab_size as f64);
+    let (e, e2, l, nh) = (
+        c.n_embd as f64,
+        c.n_embd2 as f64,
+        c.n_layer as f64,
+        c.n_head as f64,
+    );
+    let (weights, per_position, attention) = match kind {
+        ModelType::Bigram => (v * v, 4.0 * v, 0.0),
+        ModelType::Mlp => (
+            (v + 1.0) * e + t * e * e2 + e2 * v,
+            3.0 * t * e + 4.0 * e2 + 4.0 * v,
+            0.0,
+        ),
+        ModelType::Rnn | ModelType::Gru | ModelType::Lstm => (
+            v * e + 12.0 * (e + e2) * e2 + e2 * v,
+            // each step's narrow keeps a zero-padded (B, T, n_embd) gradient
+            t * e + 16.0 * (e + e2) + 4.0 * v,
+            0.0,
+        ),
+        ModelType::Bow => (
+            v * e + t * e + 2.0 * e * e2 + e * v,
+            10.0 * e + 4.0 * e2 + 4.0 * v,
+            t * 4.0,
+        ),
+        ModelType::Transformer => (
+            v * e + t * e + l * 12.0 * e * e + e * v,
+            l * 30.0 * e + 4.0 * v,
+            l * nh * t * 4.0,
+        ),
+    };
+    4.0 * (4.0 * weights + b * t * (per_position + attention))
+}
+
+/// `MemAvailable` from `/proc/meminfo`, where there is one.
+fn available_memory() -> Option<f64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0)
+}
+
+/// Checks, before anything is trained, that the work dir can be written.
+fn check_work_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create work dir {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write in work dir {}: {e}", dir.display()))
+}
+
+/// Runs makemore: sample only, or train (from scratch or resumed) until
+/// `--max-steps` or Ctrl-C. Returns an error message naming the file, line or
+/// flag at fault.
+pub fn run(o: &Options) -> Result<(), String> {
+    let (input, input_name) = match &o.input_file {
+        Some(p) => (p.clone(), p.to_string_lossy().into_owned()),
+        None => (
+            data::path("names.txt").map_err(|e| e.to_string())?,
+            "names.txt".to_string(),
+        ),
+    };
+    println!("{}", args_line(o, &input_name));
+    check_work_dir(&o.work_dir)?;
+    let words = read_words(&input).map_err(|e| e.to_string())?;
+    let mut trainer = Trainer::new(o.train.clone(), words)
+        .map_err(|e| format!("input file {}: {e}", input.display()))?;
+    println!("{}", trainer.data.summary());
+    let c = trainer.config;
+    println!(
+        "dataset determined that: vocab_size={}, block_size={}",
+        c.vocab_size, c.block_size
+    );
+    let need = estimated_step_bytes(o.train.kind, &c, o.train.batch_size);
+    if let Some(have) = available_memory() {
+        if need > have {
+            return Err(format!(
+                "input file {}: its longest line has {} characters, so a {} step on a batch of {} \
+                 would need about {:.1} GiB and {:.1} GiB is available; split long lines or use a \
+                 smaller --batch-size",
+                input.display(),
+                c.block_size - 1,
+                o.train.kind,
+                o.train.batch_size,
+                need / 1073741824.0,
+                have / 1073741824.0
+            ));
+        }
+    }
+    if o.train.kind == ModelType::Transformer {
+        println!(
+            "number of parameters: {:.2}M",
+            trainer.transformer_params() as f64 / 1e6
+        );
+    }
+    println!("model #params: {}", trainer.params.count());
+    if o.sample_only {
+        println!("resuming from existing model in the workdir");
+        load_best(&o.work_dir, &mut trainer)?;
+        println!("{}", trainer.samples(50).print_block());
+        return Ok(());
+    }
+    if o.resume {
+        println!("resuming from existing model in the workdir");
+        load_last(&o.work_dir, &mut trainer)?;
+        println!("resumed at step {}", trainer.step);
+    }
+    train_loop(o, &mut trainer)
+}
+
+/// The loop of makemore.py's main, from `trainer.step` on.
+fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
+    catch_interrupt();
+    let dir = &o.work_dir;
+    let mut tb = EventWriter::create(dir)
+        .map_err(|e| format!("cannot write TensorBoard events in {}: {e}", dir.display()))?;
+    let csv = dir.join("loss.csv");
+    let mut rows: Vec<LossRow> = if o.resume && csv.exists() {
+        report::page::read_loss_csv(&csv)?
+            .into_iter()
+            .filter(|r| r.step < trainer.step)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    trainer.start_loader();
+    let mut saved_at = None;
+    loop {
+        if o.max_steps >= 0 && trainer.step as i64 >= o.max_steps {
+            break;
+        }
+        let step = trainer.step;
+        let t0 = Instant::now();
+        let loss = trainer.step();
+        let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        if !loss.is_finite() {
+            save_last(dir, trainer)?;
+            return Err(format!(
+                "the loss is {loss} at step {step}; stopping (the weights before it are in {})",
+                dir.join(checkpoint::LAST).display()
+            ));
+        }
+        rows.push(LossRow {
+            step,
+            stage: o.train.kind.name().to_string(),
+            train: loss as f64,
+            val: None,
+            lr: Some(o.train.learning_rate),
+        });
+        if step.is_multiple_of(10) {
+            println!(
+                "step {step} | loss {:.4} | step time {ms:.2}ms",
+                loss as f64
+            );
+        }
+        if step > 0 && step.is_multiple_of(500) {
+            let train_loss = trainer.evaluate(false);
+            let test_loss = trainer.evaluate(true);
+            let now = wall_time_now();
+            let tb_err = |e: std::io::Error| format!("cannot write TensorBoard events: {e}");
+            tb.add_scalar("Loss/train", train_loss, step as i64, now)
+                .map_err(tb_err)?;
+            tb.add_scalar("Loss/test", test_loss, step as i64, now)
+                .map_err(tb_err)?;
+            tb.flush().map_err(tb_err)?;
+            rows.last_mut().expect("pushed above").val = Some(test_loss as f64);
+            println!(
+                "step {step} train loss: {} test loss: {}",
+                python_repr(train_loss as f64),
+                python_repr(test_loss as f64)
+            );
+            if trainer.best_loss.is_none_or(|best| test_loss < best) {
+                let out_path = dir.join(checkpoint::BEST);
+                println!(
+                    "test loss {} is the best so far, saving model to {}",
+                    python_repr(test_loss as f64),
+                    out_path.display()
+                );
+                save_best(dir, trainer, test_loss)?;
+                trainer.best_loss = Some(test_loss);
+            }
+        }
+        if step > 0 && step.is_multiple_of(200) {
+            println!("{}", trainer.samples(10).print_block());
+        }
+        if step > 0 && step.is_multiple_of(500) {
+            save_last(dir, trainer)?;
+            write_loss_files(dir, &rows)?;
+            saved_at = Some(trainer.step);
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            println!(
+                "interrupted at step {}: saving the state to resume from",
+                trainer.step
+            );
+            break;
+        }
+    }
+    if saved_at != Some(trainer.step) {
+        save_last(dir, trainer)?;
+        write_loss_files(dir, &rows)?;
+    }
+    Ok(())
+}
+
+/// `loss.csv` and the loss plot, as every run of the workspace writes them.
+fn write_loss_files(dir: &Path, rows: &[LossRow]) -> Result<(), String> {
+    let refs: Vec<&LossRow> = rows.iter().collect();
+    let csv = report::loss_csv(&refs).map_err(|e| e.to_string())?;
+    report::write_atomic(&dir.join("loss.csv"), &csv)
+        .map_err(|e| format!("cannot write {}: {e}", dir.join("loss.csv").display()))?;
+    if !rows.is_empty() {
+        report::plot::loss_curves(
+            "makemore",
+            &refs,
+            &dir.join("loss.png"),
+            &dir.join("loss.svg"),
+        )?;
+    }
+    Ok(())
+}
