@@ -14,7 +14,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Make More: give it a file of things, one per line, and it makes more like them.
 #[derive(Parser)]
-#[command(name = "makemore", about, allow_negative_numbers = true)]
+#[command(
+    name = "makemore",
+    about,
+    allow_negative_numbers = true,
+    args_override_self = true
+)]
 struct Cli {
     /// Input file with things one per line (default: names.txt from the data folder).
     #[arg(short = 'i', long)]

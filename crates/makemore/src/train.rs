@@ -96,6 +96,21 @@ impl Trainer {
             n_embd2: cfg.n_embd2,
             n_head: cfg.n_head,
         };
+        let need = estimated_step_bytes(cfg.kind, &config, cfg.batch_size);
+        if let Some(have) = available_memory() {
+            if need > have {
+                return Err(InputError(format!(
+                    "its longest line has {} characters, so a {} step on a batch of {} would need \
+                     about {:.1} GiB and {:.1} GiB is available; split the long lines, or use a \
+                     smaller --batch-size or model",
+                    config.block_size - 1,
+                    cfg.kind,
+                    cfg.batch_size,
+                    need / 1073741824.0,
+                    have / 1073741824.0
+                )));
+            }
+        }
         let mut params = Params::new();
         let model = {
             let mut init = Init::new(&mut params, &mut global);
@@ -213,6 +228,51 @@ impl Trainer {
     pub fn train_set(&self) -> &CharDataset {
         &self.data.train
     }
+}
+
+/// Roughly the bytes one training step holds at its peak: the weights with
+/// their gradient and AdamW's two moments, and the activations the tape keeps.
+pub fn estimated_step_bytes(kind: ModelType, c: &ModelConfig, batch: usize) -> f64 {
+    let (b, t, v) = (batch as f64, c.block_size as f64, c.vocab_size as f64);
+    let (e, e2, l, nh) = (
+        c.n_embd as f64,
+        c.n_embd2 as f64,
+        c.n_layer as f64,
+        c.n_head as f64,
+    );
+    let (weights, per_position, attention) = match kind {
+        ModelType::Bigram => (v * v, 4.0 * v, 0.0),
+        ModelType::Mlp => (
+            (v + 1.0) * e + t * e * e2 + e2 * v,
+            3.0 * t * e + 4.0 * e2 + 4.0 * v,
+            0.0,
+        ),
+        ModelType::Rnn | ModelType::Gru | ModelType::Lstm => (
+            v * e + 12.0 * (e + e2) * e2 + e2 * v,
+            // each step's narrow keeps a zero-padded (B, T, n_embd) gradient
+            t * e + 16.0 * (e + e2) + 4.0 * v,
+            0.0,
+        ),
+        ModelType::Bow => (
+            v * e + t * e + 2.0 * e * e2 + e * v,
+            10.0 * e + 4.0 * e2 + 4.0 * v,
+            t * 4.0,
+        ),
+        ModelType::Transformer => (
+            v * e + t * e + l * 12.0 * e * e + e * v,
+            l * 30.0 * e + 4.0 * v,
+            l * nh * t * 4.0,
+        ),
+    };
+    4.0 * (4.0 * weights + b * t * (per_position + attention))
+}
+
+/// `MemAvailable` from `/proc/meminfo`, where there is one.
+fn available_memory() -> Option<f64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0)
 }
 
 /// A loss as Python's `repr(float)` prints it: the shortest digits that

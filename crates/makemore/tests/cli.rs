@@ -1,0 +1,360 @@
+//! The `makemore` program as a learner runs it: a resumed run against a
+//! straight one, the files it leaves, and every kind of bad input, which must
+//! get a clear error naming the file, line or flag and lose nothing in the
+//! work dir.
+
+use safetensors::SafeTensors;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn makemore(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_makemore"))
+        .args(args)
+        .output()
+        .expect("makemore runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("makemore-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every file of a folder with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A safetensors file's tensors, name to (shape, bytes).
+fn tensors(path: &Path) -> BTreeMap<String, (Vec<usize>, Vec<u8>)> {
+    let bytes = std::fs::read(path).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    st.tensors()
+        .into_iter()
+        .map(|(name, v)| (name, (v.shape().to_vec(), v.data().to_vec())))
+        .collect()
+}
+
+/// A small file of words: names.txt's first 2,000 lines.
+fn small_input(dir: &Path) -> PathBuf {
+    let names = std::fs::read_to_string(data::path("names.txt").unwrap()).unwrap();
+    let path = dir.join("input.txt");
+    let lines: Vec<&str> = names.lines().take(2000).collect();
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    path
+}
+
+/// The lines that do not depend on time, from `step 600` on.
+fn lines_from_600(out: &str) -> Vec<String> {
+    let start = out.find("step 600 |").expect("step 600 printed");
+    out[start..]
+        .lines()
+        .map(|l| l.split(" | step time").next().unwrap().to_string())
+        .filter(|l| !l.starts_with("interrupted"))
+        .collect()
+}
+
+#[test]
+fn a_resumed_run_is_the_straight_run_bit_for_bit() {
+    let dir = scratch("resume");
+    let input = small_input(&dir);
+    let input = input.to_str().unwrap();
+    let (straight, parts) = (dir.join("straight"), dir.join("parts"));
+    // A batch of 20 leaves 12 of a 32-index draw pending, which the state must keep.
+    let common = ["-i", input, "--type", "mlp", "-b", "20", "--seed", "7"];
+    let run = |work: &Path, extra: &[&str]| {
+        let mut args = common.to_vec();
+        args.extend(["-o", work.to_str().unwrap()]);
+        args.extend(extra);
+        let out = makemore(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let whole = run(&straight, &["--max-steps", "1000"]);
+    run(&parts, &["--max-steps", "600"]);
+    let resumed = run(&parts, &["--max-steps", "1000", "--resume"]);
+    assert!(resumed.contains("resumed at step 600"), "{resumed}");
+
+    assert_eq!(
+        lines_from_600(&resumed),
+        lines_from_600(&whole),
+        "the printed lines from step 600 on"
+    );
+    for file in ["last.safetensors", "model.safetensors"] {
+        assert_eq!(
+            tensors(&parts.join(file)),
+            tensors(&straight.join(file)),
+            "{file}"
+        );
+    }
+    let csv = |d: &Path| std::fs::read_to_string(d.join("loss.csv")).unwrap();
+    assert_eq!(
+        csv(&parts),
+        csv(&straight),
+        "loss.csv keeps the first part's rows"
+    );
+    assert_eq!(csv(&straight).lines().count(), 1 + 1000);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_best_model_has_makemore_pys_state_dict_and_tensorboard_has_the_losses() {
+    let dir = scratch("files");
+    let input = small_input(&dir);
+    let work = dir.join("work");
+    let out = makemore(&[
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        work.to_str().unwrap(),
+        "--type",
+        "bow",
+        "--max-steps",
+        "501",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+
+    // makemore.py's BoW state_dict, its causal-mask buffer included.
+    let names: Vec<String> = tensors(&work.join("model.safetensors"))
+        .into_keys()
+        .collect();
+    let mut expected = vec![
+        "wte.weight",
+        "wpe.weight",
+        "context_block.cbow.bias",
+        "context_block.mlp.c_fc.weight",
+        "context_block.mlp.c_fc.bias",
+        "context_block.mlp.c_proj.weight",
+        "context_block.mlp.c_proj.bias",
+        "lm_head.weight",
+        "lm_head.bias",
+    ];
+    expected.sort_unstable();
+    assert_eq!(names, expected);
+
+    // The events hold the two numbers of the printed line, as f32.
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("step 500 train loss:"))
+        .unwrap();
+    let numbers: Vec<f32> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let events = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("events.out.tfevents.")
+        })
+        .expect("an event file");
+    let scalars = makemore::tensorboard::read_scalars(&events).unwrap();
+    assert_eq!(
+        scalars,
+        [
+            ("Loss/train".to_string(), 500, numbers[1]),
+            ("Loss/test".to_string(), 500, numbers[2])
+        ]
+    );
+
+    // --sample-only: 50 samples from the best model, and nothing written.
+    let before = snapshot(&work);
+    let out = makemore(&[
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        work.to_str().unwrap(),
+        "--type",
+        "bow",
+        "--sample-only",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let counts: usize = stdout(&out)
+        .lines()
+        .filter_map(|l| {
+            l.strip_suffix(':')?
+                .split(" samples that are ")
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(counts, 50);
+    assert_eq!(snapshot(&work), before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs makemore with `args` in a work dir holding a trained model, and
+/// checks it fails with an error containing every one of `needles`, and
+/// leaves the work dir as it was.
+fn refused(work: &Path, args: &[&str], needles: &[&str]) {
+    let before = snapshot(work);
+    let mut all = vec!["-o", work.to_str().unwrap()];
+    all.extend(args);
+    let out = makemore(&all);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: {needle:?} not in {err}");
+    }
+    assert_eq!(snapshot(work), before, "{args:?} changed the work dir");
+}
+
+#[test]
+fn bad_input_is_refused_naming_the_file_line_or_flag() {
+    let dir = scratch("bad");
+    let input = small_input(&dir);
+    let good = input.to_str().unwrap();
+    let work = dir.join("work");
+    let out = makemore(&[
+        "-i",
+        good,
+        "-o",
+        work.to_str().unwrap(),
+        "--type",
+        "bigram",
+        "--max-steps",
+        "501",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let latin1 = write("latin1.txt", b"anna\nbob\nren\xe9e\n");
+    refused(
+        &work,
+        &["-i", &latin1],
+        &["latin1.txt", "not UTF-8", "line 3, byte offset 12"],
+    );
+    let empty = write("empty.txt", b"");
+    refused(&work, &["-i", &empty], &["empty.txt", "holds no words"]);
+    let blank = write("blank.txt", b"\n \r\n\t\n");
+    refused(&work, &["-i", &blank], &["blank.txt", "holds no words"]);
+    let nine = write("nine.txt", b"a\nb\nc\nd\ne\nf\ng\nh\ni\n");
+    refused(
+        &work,
+        &["-i", &nine],
+        &["nine.txt", "9 words", "at least 10"],
+    );
+    let mut long = b"anna\nbob\n".repeat(10);
+    long.extend(std::iter::repeat_n(b'x', 1_000_000));
+    let long = write("long.txt", &long);
+    refused(
+        &work,
+        &["-i", &long],
+        &["long.txt", "1000000 characters", "GiB"],
+    );
+    refused(&work, &["-i", &dir.to_string_lossy()], &["is a folder"]);
+    refused(
+        &work,
+        &["-i", "/nonexistent/words.txt"],
+        &["/nonexistent/words.txt"],
+    );
+
+    refused(
+        &work,
+        &["-i", good, "--type", "gpt"],
+        &[
+            "--type",
+            "\"gpt\"",
+            "bigram|mlp|rnn|gru|bow|transformer|lstm",
+        ],
+    );
+    refused(
+        &work,
+        &["-i", good, "--device", "cuda"],
+        &["--device cuda", "CPU only"],
+    );
+    refused(&work, &["-i", good, "--top-k", "0"], &["--top-k 0"]);
+
+    // A model of another type or size in the work dir.
+    refused(
+        &work,
+        &["-i", good, "--type", "mlp", "--resume"],
+        &["last.safetensors", "bigram model", "mlp model"],
+    );
+    refused(
+        &work,
+        &["-i", good, "--type", "mlp", "--sample-only"],
+        &["model.safetensors", "bigram model"],
+    );
+    // The same type on another file: another vocabulary, another model.
+    let other = write("other.txt", "zoë\n".repeat(20).as_bytes());
+    refused(
+        &work,
+        &["-i", &other, "--type", "bigram", "--resume"],
+        &["last.safetensors"],
+    );
+
+    // No model at all.
+    let fresh = dir.join("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    refused(
+        &fresh,
+        &["-i", good, "--resume"],
+        &[
+            "last.safetensors",
+            "does not exist",
+            "no model in this work dir",
+        ],
+    );
+    refused(
+        &fresh,
+        &["-i", good, "--sample-only"],
+        &["model.safetensors", "does not exist"],
+    );
+
+    // A damaged checkpoint: one byte flipped in the middle of the tensors.
+    let last = work.join("last.safetensors");
+    let mut bytes = std::fs::read(&last).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&last, &bytes).unwrap();
+    refused(
+        &work,
+        &["-i", good, "--type", "bigram", "--resume"],
+        &["last.safetensors", "SHA-256"],
+    );
+    std::fs::write(&last, &bytes[..bytes.len() / 3]).unwrap();
+    refused(
+        &work,
+        &["-i", good, "--type", "bigram", "--resume"],
+        &["last.safetensors", "truncated"],
+    );
+
+    // An unwritable work dir is found before any training.
+    refused(
+        &work,
+        &["-i", good, "-o", "/proc/makemore"],
+        &["/proc/makemore"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
