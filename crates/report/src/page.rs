@@ -50,8 +50,10 @@ pub const TOKEN_COLOURS: [&str; 6] = [
 /// One run folder read back: `runs/lecture-07` (a full run) or
 /// `runs/lecture-07/quick`.
 pub struct RunFolder {
-    /// The lecture's number.
+    /// The lecture's number; 0 for a tool's run.
     pub lecture: u32,
+    /// A tool's run: its folder's name under `runs/tools/` (`makemore-names`).
+    pub tool: Option<String>,
     /// The folder.
     pub dir: PathBuf,
     /// A `--quick` run.
@@ -63,15 +65,27 @@ pub struct RunFolder {
 impl RunFolder {
     /// `lecture-07-full` or `lecture-07-quick`: the run's element id.
     pub fn id(&self) -> String {
+        if let Some(tool) = &self.tool {
+            return format!("tool-{tool}");
+        }
         format!(
             "lecture-{:02}-{}",
             self.lecture,
             if self.quick { "quick" } else { "full" }
         )
     }
+
+    /// The page section it is shown in: `lecture-07`, or `tools`.
+    pub fn section(&self) -> String {
+        match self.tool {
+            Some(_) => "tools".to_string(),
+            None => format!("lecture-{:02}", self.lecture),
+        }
+    }
 }
 
-/// Every run folder under `runs` with a `report.json`, by lecture, full runs first.
+/// Every run folder under `runs` with a `report.json`: by lecture, full runs
+/// first, then the tools' runs (`runs/tools/<name>/`) by name.
 pub fn collect(runs: &Path) -> Vec<RunFolder> {
     let mut folders = Vec::new();
     for lecture in 1..=TITLES.len() as u32 {
@@ -84,11 +98,34 @@ pub fn collect(runs: &Path) -> Vec<RunFolder> {
             let report = read_report(&file);
             folders.push(RunFolder {
                 lecture,
+                tool: None,
                 dir,
                 quick,
                 report,
             });
         }
+    }
+    let tools = runs.join("tools");
+    let mut names: Vec<String> = std::fs::read_dir(&tools)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.path().join("report.json").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        let dir = tools.join(&name);
+        let report = read_report(&dir.join("report.json"));
+        folders.push(RunFolder {
+            lecture: 0,
+            tool: Some(name),
+            dir,
+            quick: false,
+            report,
+        });
     }
     folders
 }
@@ -147,7 +184,10 @@ pub fn render(folders: &[RunFolder]) -> String {
         );
     }
     for lecture in 1..=TITLES.len() as u32 {
-        let mine: Vec<&RunFolder> = folders.iter().filter(|f| f.lecture == lecture).collect();
+        let mine: Vec<&RunFolder> = folders
+            .iter()
+            .filter(|f| f.lecture == lecture && f.tool.is_none())
+            .collect();
         if mine.is_empty() {
             continue;
         }
@@ -159,6 +199,18 @@ pub fn render(folders: &[RunFolder]) -> String {
         .unwrap();
         for folder in mine {
             html.push_str(&run_article(folder, !shows_pictures(folder, folders)));
+        }
+        html.push_str("</section>\n");
+    }
+    let tools: Vec<&RunFolder> = folders.iter().filter(|f| f.tool.is_some()).collect();
+    if !tools.is_empty() {
+        html.push_str(
+            "<section id=\"tools\" class=\"lecture\">\n<h2>Tool runs</h2>\n\
+             <p class=\"meta\">Runs of the tools on a learner's own data (<code>makemore</code>), \
+             each mirrored here from its work dir.</p>\n",
+        );
+        for folder in tools {
+            html.push_str(&run_article(folder, false));
         }
         html.push_str("</section>\n");
     }
@@ -175,6 +227,11 @@ fn summary(folders: &[RunFolder]) -> String {
     let mut failures = Vec::new();
     for f in folders {
         let label = if f.quick { "quick" } else { "full" };
+        // What the first column names and links to: the lecture, or the tool run.
+        let (place, section) = match &f.tool {
+            Some(tool) => (tool.clone(), f.section()),
+            None => (f.lecture.to_string(), f.section()),
+        };
         match &f.report {
             Ok(r) => {
                 let gated: Vec<(&str, &Target)> = r
@@ -186,9 +243,12 @@ fn summary(folders: &[RunFolder]) -> String {
                 let passed = gated.iter().filter(|(_, t)| t.pass).count();
                 for (stage, t) in gated.iter().filter(|(_, t)| !t.pass) {
                     failures.push(format!(
-                        "<li><a href=\"#{}\">lecture {} ({label})</a>: {}: {}</li>",
+                        "<li><a href=\"#{}\">{} ({label})</a>: {}: {}</li>",
                         f.id(),
-                        f.lecture,
+                        match &f.tool {
+                            Some(tool) => escape(tool),
+                            None => format!("lecture {}", f.lecture),
+                        },
                         escape(stage),
                         escape(&t.name)
                     ));
@@ -200,10 +260,9 @@ fn summary(folders: &[RunFolder]) -> String {
                 };
                 writeln!(
                     html,
-                    "<tr><td><a href=\"#lecture-{:02}\">{}</a></td><td><a href=\"#{}\">{label}</a></td>\
+                    "<tr><td><a href=\"#{section}\">{}</a></td><td><a href=\"#{}\">{label}</a></td>\
                      <td class=\"{class}\">{passed}/{}</td><td>{}</td><td>{}</td></tr>",
-                    f.lecture,
-                    f.lecture,
+                    escape(&place),
                     f.id(),
                     gated.len(),
                     duration(r.wall_seconds),
@@ -216,7 +275,7 @@ fn summary(folders: &[RunFolder]) -> String {
                 writeln!(
                     html,
                     "<tr><td>{}</td><td>{label}</td><td class=\"fail\" colspan=\"3\">unreadable report</td></tr>",
-                    f.lecture
+                    escape(&place)
                 )
                 .unwrap();
             }

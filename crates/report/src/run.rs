@@ -77,8 +77,12 @@ pub struct StageReport {
 pub struct RunReport {
     /// Always [`SCHEMA_VERSION`].
     pub schema_version: u32,
-    /// The lecture number.
+    /// The lecture number; 0 for a tool's run.
     pub lecture: u32,
+    /// The tool that ran, for a run of a tool rather than a lecture
+    /// (`makemore`): the page lists it under "Tool runs".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     /// The crate that ran.
     #[serde(rename = "crate")]
     pub crate_name: String,
@@ -377,6 +381,7 @@ impl Run {
         RunReport {
             schema_version: SCHEMA_VERSION,
             lecture: self.lecture,
+            tool: None,
             crate_name: self.crate_name.clone(),
             mode: if self.args.quick { "quick" } else { "full" }.to_string(),
             seed: self.seed,

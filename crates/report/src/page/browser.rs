@@ -323,7 +323,7 @@ pub fn check(
     let mut checked = Checked::default();
     let mut any_failed = false;
     for folder in folders {
-        let section = format!("lecture-{:02}", folder.lecture);
+        let section = folder.section();
         if !seen.sections.contains(&section) {
             problems.push(format!("no section {section} for {}", folder.dir.display()));
         }
