@@ -146,6 +146,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
         Vec::new()
     };
     trainer.start_loader();
+    let mut record = Record::new(o, trainer);
     let mut saved_at = None;
     loop {
         if o.max_steps >= 0 && trainer.step as i64 >= o.max_steps {
@@ -155,6 +156,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
         let t0 = Instant::now();
         let loss = trainer.step();
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
+        record.step_ms.push(ms);
         if !loss.is_finite() {
             save_last(dir, trainer)?;
             return Err(format!(
@@ -186,6 +188,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
                 .map_err(tb_err)?;
             tb.flush().map_err(tb_err)?;
             rows.last_mut().expect("pushed above").val = Some(test_loss as f64);
+            record.last_eval = Some((step, train_loss, test_loss));
             println!(
                 "step {step} train loss: {} test loss: {}",
                 python_repr(train_loss as f64),
@@ -203,11 +206,14 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
             }
         }
         if step > 0 && step.is_multiple_of(200) {
-            println!("{}", trainer.samples(10).print_block());
+            let block = trainer.samples(10).print_block();
+            println!("{block}");
+            record.samples = Some((step, block));
         }
         if step > 0 && step.is_multiple_of(500) {
             save_last(dir, trainer)?;
             write_loss_files(dir, &rows)?;
+            record.write(dir, trainer)?;
             saved_at = Some(trainer.step);
         }
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -221,8 +227,168 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     if saved_at != Some(trainer.step) {
         save_last(dir, trainer)?;
         write_loss_files(dir, &rows)?;
+        record.write(dir, trainer)?;
     }
     Ok(())
+}
+
+/// What the run's `report.json` says, kept up to date as the loop goes.
+struct Record {
+    started: Instant,
+    input: String,
+    first_step: usize,
+    step_ms: Vec<f64>,
+    last_eval: Option<(usize, f32, f32)>,
+    samples: Option<(usize, String)>,
+    config: serde_json::Value,
+}
+
+impl Record {
+    fn new(o: &Options, trainer: &Trainer) -> Record {
+        let input = o
+            .input_file
+            .as_ref()
+            .map_or("names.txt".to_string(), |p| p.display().to_string());
+        let c = &trainer.config;
+        let t = &o.train;
+        let config = serde_json::json!({
+            "input_file": input,
+            "work_dir": o.work_dir.display().to_string(),
+            "type": t.kind.name(),
+            "n_layer": t.n_layer, "n_head": t.n_head, "n_embd": t.n_embd, "n_embd2": t.n_embd2,
+            "batch_size": t.batch_size, "learning_rate": t.learning_rate,
+            "weight_decay": t.weight_decay, "top_k": t.top_k,
+            "words": trainer.data.all_words, "vocab_size": c.vocab_size,
+            "block_size": c.block_size, "params": trainer.params.count(),
+        });
+        Record {
+            started: Instant::now(),
+            input,
+            first_step: trainer.step,
+            step_ms: Vec::new(),
+            last_eval: None,
+            samples: None,
+            config,
+        }
+    }
+
+    /// `report.json` and `samples.txt` in the work dir, and the run mirrored
+    /// onto the runs page.
+    fn write(&self, dir: &Path, trainer: &Trainer) -> Result<(), String> {
+        let mut final_losses = std::collections::BTreeMap::new();
+        let mut targets = Vec::new();
+        if let Some((step, train, test)) = self.last_eval {
+            final_losses.insert("train".to_string(), train as f64);
+            final_losses.insert("test".to_string(), test as f64);
+            targets.push(report::Target::info(
+                &format!("train loss at step {step}"),
+                train as f64,
+            ));
+            targets.push(report::Target::info(
+                &format!("test loss at step {step}"),
+                test as f64,
+            ));
+        }
+        if let Some(best) = trainer.best_loss {
+            targets.push(report::Target::info(
+                "best test loss (model.safetensors)",
+                best as f64,
+            ));
+        }
+        let ms = (!self.step_ms.is_empty())
+            .then(|| self.step_ms.iter().sum::<f64>() / self.step_ms.len() as f64);
+        let wall = self.started.elapsed().as_secs_f64();
+        let report = report::RunReport {
+            schema_version: report::SCHEMA_VERSION,
+            lecture: 0,
+            tool: Some("makemore".into()),
+            crate_name: "makemore".into(),
+            mode: "full".into(),
+            seed: trainer.cfg.seed,
+            config: self.config.clone(),
+            wall_seconds: wall,
+            finished_at: Some(report::utc_now()),
+            stages: vec![report::StageReport {
+                name: trainer.cfg.kind.name().to_string(),
+                steps: trainer.step,
+                wall_seconds: wall,
+                ms_per_step: ms,
+                final_losses,
+                source: Some(format!(
+                    "makemore.py (karpathy/makemore 988aa59) on {}, steps {} to {}",
+                    self.input, self.first_step, trainer.step
+                )),
+                targets,
+            }],
+        };
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        let write = |name: &str, bytes: &[u8]| {
+            report::write_atomic(&dir.join(name), bytes)
+                .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
+        };
+        write("report.json", json.as_bytes())?;
+        if let Some((step, block)) = &self.samples {
+            write("samples.txt", format!("step {step}\n{block}\n").as_bytes())?;
+        }
+        mirror_to_runs_page(dir);
+        Ok(())
+    }
+}
+
+/// The runs page's folder: `$ZTH_RUNS` if set (empty turns the mirror off),
+/// else the workspace's `runs/` when this binary sits in a workspace.
+fn runs_folder() -> Option<PathBuf> {
+    match std::env::var_os("ZTH_RUNS") {
+        Some(v) if v.is_empty() => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => {
+            let root = data::workspace_root();
+            root.join("Cargo.lock").is_file().then(|| root.join("runs"))
+        }
+    }
+}
+
+/// Copies the run's record into `runs/tools/makemore-<work dir name>/` and
+/// rebuilds the runs page, so that every makemore run shows there beside the
+/// lectures'. A failure here only warns: the run itself is in its work dir.
+fn mirror_to_runs_page(dir: &Path) {
+    let Some(runs) = runs_folder() else { return };
+    let name: String = std::fs::canonicalize(dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "out".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let target = runs.join("tools").join(format!("makemore-{name}"));
+    if std::fs::canonicalize(&target).ok() == std::fs::canonicalize(dir).ok() {
+        return; // the work dir is the page's folder already
+    }
+    let copy = || -> Result<(), String> {
+        for file in [
+            "report.json",
+            "loss.csv",
+            "loss.png",
+            "loss.svg",
+            "samples.txt",
+        ] {
+            let from = dir.join(file);
+            if let Ok(bytes) = std::fs::read(&from) {
+                report::write_atomic(&target.join(file), &bytes)
+                    .map_err(|e| format!("{}: {e}", target.join(file).display()))?;
+            }
+        }
+        report::page::write_index(&runs).map(|_| ())
+    };
+    if let Err(e) = copy() {
+        eprintln!("makemore: warning: the runs page was not updated: {e}");
+    }
 }
 
 /// `loss.csv` and the loss plot, as every run of the workspace writes them.

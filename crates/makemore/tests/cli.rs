@@ -8,9 +8,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Runs makemore with its runs-page mirror off (`ZTH_RUNS=`), so that tests
+/// leave nothing in the workspace's `runs/`.
 fn makemore(args: &[&str]) -> Output {
+    makemore_mirroring(args, Path::new(""))
+}
+
+/// Runs makemore, mirroring its runs into the runs page folder `runs`.
+fn makemore_mirroring(args: &[&str], runs: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_makemore"))
         .args(args)
+        .env("ZTH_RUNS", runs)
         .output()
         .expect("makemore runs")
 }
@@ -122,18 +130,50 @@ fn the_best_model_has_makemore_pys_state_dict_and_tensorboard_has_the_losses() {
     let dir = scratch("files");
     let input = small_input(&dir);
     let work = dir.join("work");
-    let out = makemore(&[
-        "-i",
-        input.to_str().unwrap(),
-        "-o",
-        work.to_str().unwrap(),
-        "--type",
-        "bow",
-        "--max-steps",
-        "501",
-    ]);
+    let runs = dir.join("runs");
+    let out = makemore_mirroring(
+        &[
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            work.to_str().unwrap(),
+            "--type",
+            "bow",
+            "--max-steps",
+            "501",
+        ],
+        &runs,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
+
+    // The run's record, in its work dir and on the runs page.
+    for file in [
+        "report.json",
+        "loss.csv",
+        "loss.png",
+        "loss.svg",
+        "samples.txt",
+    ] {
+        let ours = std::fs::read(work.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(
+            std::fs::read(runs.join("tools/makemore-work").join(file)).unwrap(),
+            ours,
+            "{file}"
+        );
+    }
+    let report = report::page::read_report(&work.join("report.json")).unwrap();
+    assert_eq!(report.tool.as_deref(), Some("makemore"));
+    assert_eq!(report.stages[0].steps, 501);
+    let page = std::fs::read_to_string(runs.join("index.html")).unwrap();
+    assert!(page.contains("id=\"tools\"") && page.contains("id=\"tool-makemore-work\""));
+    assert_eq!(
+        std::fs::read_to_string(work.join("loss.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        1 + 501
+    );
 
     // makemore.py's BoW state_dict, its causal-mask buffer included.
     let names: Vec<String> = tensors(&work.join("model.safetensors"))
