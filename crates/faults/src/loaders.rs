@@ -29,6 +29,8 @@ pub fn all(data: Option<&Path>) -> Result<Vec<Loader>, String> {
         minbpe_model()?,
         run_report()?,
         loss_csv()?,
+        makemore_file(MakemoreFile::Best)?,
+        makemore_file(MakemoreFile::Last)?,
     ];
     if let Some(dir) = data {
         loaders.push(dataset(dir)?);
@@ -482,5 +484,66 @@ fn loss_csv() -> Result<Loader, String> {
             ))
         }),
         special: vec![],
+    })
+}
+
+/// The two files of a makemore work dir.
+#[derive(Clone, Copy)]
+enum MakemoreFile {
+    /// `model.safetensors`: makemore.py's `state_dict`.
+    Best,
+    /// `last.safetensors`: the state to resume from.
+    Last,
+}
+
+/// A tiny makemore model (an MLP on twelve words) after one step.
+fn makemore_trainer() -> makemore::Trainer {
+    let words = "emma olivia ava isabella sophia charlotte mia amelia harper evelyn abigail emily";
+    let words = words.split(' ').map(str::to_string).collect();
+    let cfg = makemore::TrainConfig {
+        kind: makemore::ModelType::Mlp,
+        n_embd: 4,
+        n_embd2: 8,
+        ..makemore::TrainConfig::default()
+    };
+    makemore::Trainer::new(cfg, words).expect("twelve words make a split")
+}
+
+fn makemore_file(which: MakemoreFile) -> Result<Loader, String> {
+    let dir = std::env::temp_dir().join(format!("faults-makemore-{}", std::process::id()));
+    let mut trainer = makemore_trainer();
+    trainer.step();
+    let (name, file_name) = match which {
+        MakemoreFile::Best => {
+            makemore::checkpoint::save_best(&dir, &trainer, 3.0)?;
+            (
+                "makemore best model (state_dict)",
+                makemore::checkpoint::BEST,
+            )
+        }
+        MakemoreFile::Last => {
+            makemore::checkpoint::save_last(&dir, &trainer)?;
+            ("makemore resume state", makemore::checkpoint::LAST)
+        }
+    };
+    let path = dir.join(file_name);
+    let valid = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Loader {
+        name,
+        file_name: file_name.into(),
+        special: safetensors_special(&valid, ("[19,4]", "[19,5]")),
+        valid,
+        companions: vec![],
+        protection: Protection::Checksum,
+        load: Box::new(move |path| {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let mut trainer = makemore_trainer();
+            match which {
+                MakemoreFile::Best => makemore::checkpoint::load_best(dir, &mut trainer),
+                MakemoreFile::Last => makemore::checkpoint::load_last(dir, &mut trainer),
+            }
+            .map(|()| Loaded::Value)
+        }),
     })
 }
