@@ -10,6 +10,10 @@
 //! the same thread count. Without a Python that can `import torch` (`ZTH_PYTHON`,
 //! else `python3`) the PyTorch column stays empty. Nothing here gates.
 //!
+//! makemore's rows time makemore.py's own step; its script imports makemore.py
+//! from `$MAKEMORE_PY` (karpathy/makemore, not copied here), and without it
+//! prints no row. makemore.py has no LSTM, so that row has no PyTorch side.
+//!
 //! `cargo xtask bench --only gpt2` runs the groups whose name contains a word;
 //! `cargo xtask bench --crate C` runs crate C's own benches (criterion ones
 //! included) and every script beside them, printing what they print.
@@ -27,7 +31,8 @@ pub struct Args {
     #[arg(long = "crate")]
     krate: Option<String>,
     /// Only the table's groups whose name contains one of these words
-    /// (comma-separated: matmul, gpt-cpu, gpt-full, gpt2-train, gpt2-inference, bigram, wavenet).
+    /// (comma-separated: matmul, gpt-cpu, gpt-full, gpt2-train, gpt2-inference, bigram, wavenet,
+    /// makemore, or one type: makemore-transformer).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -118,6 +123,69 @@ const GROUPS: &[Group] = &[
         script_args: &[],
         threads: &[0],
     },
+    Group {
+        name: "makemore-bigram",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "bigram"],
+        script: "step_torch.py",
+        script_args: &["--type", "bigram"],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "makemore-mlp",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "mlp"],
+        script: "step_torch.py",
+        script_args: &["--type", "mlp"],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "makemore-rnn",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "rnn"],
+        script: "step_torch.py",
+        script_args: &["--type", "rnn"],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "makemore-gru",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "gru"],
+        script: "step_torch.py",
+        script_args: &["--type", "gru"],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "makemore-bow",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "bow"],
+        script: "step_torch.py",
+        script_args: &["--type", "bow"],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "makemore-transformer",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "transformer"],
+        script: "step_torch.py",
+        script_args: &["--type", "transformer"],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "makemore-lstm",
+        krate: "makemore",
+        bench: "step",
+        bench_args: &["--type", "lstm"],
+        script: "step_torch.py",
+        script_args: &["--type", "lstm"],
+        threads: &[1, 0],
+    },
 ];
 
 const ROWS: &[Row] = &[
@@ -179,6 +247,48 @@ const ROWS: &[Row] = &[
         name: "wavenet-step",
         workload: "lecture 6 step",
         goal: Some(0.33),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-bigram",
+        workload: "makemore --type bigram step",
+        goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-mlp",
+        workload: "makemore --type mlp step",
+        goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-rnn",
+        workload: "makemore --type rnn step",
+        goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-gru",
+        workload: "makemore --type gru step",
+        goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-bow",
+        workload: "makemore --type bow step",
+        goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-transformer",
+        workload: "makemore --type transformer step",
+        goal: Some(0.6),
+        memory_goal: None,
+    },
+    Row {
+        name: "makemore-lstm",
+        workload: "makemore --type lstm step",
+        goal: Some(0.5),
         memory_goal: None,
     },
     Row {
@@ -353,8 +463,9 @@ fn render(results: &Results) -> String {
                 pct(ours.and_then(|m| peak_fraction(results, &m, *threads, 0))),
                 pct(torch.and_then(|m| peak_fraction(results, &m, *threads, 1))),
             );
-            if let Some(goal) = row.memory_goal {
-                let (o, t) = (ours.and_then(|m| m.rss_mib), torch.and_then(|m| m.rss_mib));
+            let (o, t) = (ours.and_then(|m| m.rss_mib), torch.and_then(|m| m.rss_mib));
+            // A memory goal's row, or the peak RSS beside PyTorch's where both gave one.
+            if row.memory_goal.is_some() || (o.is_some() && t.is_some()) {
                 let ratio = o.zip(t).map(|(o, t)| o / t);
                 out += &format!(
                     "{:<38} {:>3} {:>11} {:>11} {:>6} {:>6}  {:<6}\n",
@@ -363,11 +474,11 @@ fn render(results: &Results) -> String {
                     o.map_or("—".to_string(), |o| format!("{o:.0} MiB")),
                     t.map_or("—".to_string(), |t| format!("{t:.0} MiB")),
                     ratio.map_or("".to_string(), |r| format!("{r:.2}")),
-                    format!("≤{goal}"),
-                    match ratio {
-                        Some(r) if r <= goal => "met",
-                        Some(_) => "gap",
-                        None => "",
+                    row.memory_goal.map_or("".to_string(), |g| format!("≤{g}")),
+                    match (ratio, row.memory_goal) {
+                        (Some(r), Some(goal)) if r <= goal => "met",
+                        (Some(_), Some(_)) => "gap",
+                        _ => "",
                     },
                 );
             }
