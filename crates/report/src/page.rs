@@ -296,10 +296,10 @@ fn summary(folders: &[RunFolder]) -> String {
 
 /// One run: its header, targets, stages, loss curves, and (unless folded) pictures.
 fn run_article(folder: &RunFolder, folded: bool) -> String {
-    let mode = if folder.quick {
-        "quick run (--quick)"
-    } else {
-        "full run"
+    let mode = match &folder.tool {
+        Some(tool) => escape(tool),
+        None if folder.quick => "quick run (--quick)".to_string(),
+        None => "full run".to_string(),
     };
     let id = folder.id();
     let mut html = String::new();
