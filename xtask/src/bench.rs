@@ -12,7 +12,8 @@
 //!
 //! makemore's rows time makemore.py's own step; its script imports makemore.py
 //! from `$MAKEMORE_PY` (karpathy/makemore, not copied here), and without it
-//! prints no row. makemore.py has no LSTM, so that row has no PyTorch side.
+//! prints no row. makemore.py has no LSTM: that row times the fixture
+//! driver's RNN loop with `nn.LSTMCell`.
 //!
 //! `cargo xtask bench --only gpt2` runs the groups whose name contains a word;
 //! `cargo xtask bench --crate C` runs crate C's own benches (criterion ones

@@ -32,8 +32,14 @@ with contextlib.redirect_stdout(io.StringIO()):
     train_dataset, test_dataset = mm.create_datasets(os.path.join(os.environ.get("ZTH_DATA", "datasets"), "names.txt"))
     config = mm.ModelConfig(vocab_size=train_dataset.get_vocab_size(), block_size=train_dataset.get_output_length())
     if a.type == "lstm":
-        sys.exit(0)  # makemore.py has no LSTM; tests/fixtures/makemore_torch.py's driver does
+        # makemore.py has no LSTM: the fixture driver's RNN loop with nn.LSTMCell.
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location("fixtures", os.path.join(here, "../tests/fixtures/makemore_torch.py"))
+        fixtures = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(fixtures)
+        mm.RNNLSTM = fixtures.make_rnn_lstm(mm)
     model = {
+        "lstm": lambda: mm.RNNLSTM(config),
         "transformer": lambda: mm.Transformer(config), "bigram": lambda: mm.Bigram(config),
         "mlp": lambda: mm.MLP(config), "rnn": lambda: mm.RNN(config, cell_type="rnn"),
         "gru": lambda: mm.RNN(config, cell_type="gru"), "bow": lambda: mm.BoW(config),
