@@ -147,7 +147,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     };
     trainer.start_loader();
     let mut record = Record::new(o, trainer);
-    let mut saved_at = None;
+    let mut saved_at = o.resume.then_some(trainer.step); // the state last.safetensors holds
     loop {
         if o.max_steps >= 0 && trainer.step as i64 >= o.max_steps {
             break;
@@ -158,10 +158,16 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         record.step_ms.push(ms);
         if !loss.is_finite() {
-            save_last(dir, trainer)?;
+            // Nothing is saved: the update made with it has spoiled the weights.
+            let kept = match saved_at {
+                Some(s) => format!(
+                    "the state of step {s} is in {}",
+                    dir.join(checkpoint::LAST).display()
+                ),
+                None => "no state of this run was saved".to_string(),
+            };
             return Err(format!(
-                "the loss is {loss} at step {step}; stopping (the weights before it are in {})",
-                dir.join(checkpoint::LAST).display()
+                "the loss is {loss} at step {step}; stopping ({kept})"
             ));
         }
         rows.push(LossRow {

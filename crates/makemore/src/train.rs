@@ -80,7 +80,8 @@ pub struct Trainer {
 impl Trainer {
     /// makemore.py's set-up up to the optimizer: the seed, the split, the model.
     pub fn new(cfg: TrainConfig, words: Vec<String>) -> Result<Trainer, InputError> {
-        if cfg.n_head == 0 || !cfg.n_embd.is_multiple_of(cfg.n_head) {
+        let heads_fit = cfg.n_head > 0 && cfg.n_embd.is_multiple_of(cfg.n_head);
+        if cfg.kind == ModelType::Transformer && !heads_fit {
             return Err(InputError(format!(
                 "--n-embd {} is not a multiple of --n-head {}",
                 cfg.n_embd, cfg.n_head

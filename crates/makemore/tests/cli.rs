@@ -390,6 +390,28 @@ fn bad_input_is_refused_naming_the_file_line_or_flag() {
         &["last.safetensors", "truncated"],
     );
 
+    // A loss that blows up stops the run at its step, saving nothing.
+    let nan = dir.join("nan");
+    let out = makemore(&[
+        "-i",
+        good,
+        "-o",
+        nan.to_str().unwrap(),
+        "--type",
+        "bigram",
+        "-l",
+        "1e30",
+        "--max-steps",
+        "50",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the loss is") && err.contains("at step") && err.contains("no state"),
+        "{err}"
+    );
+    assert!(!nan.join("last.safetensors").exists() && !nan.join("model.safetensors").exists());
+
     // An unwritable work dir is found before any training.
     refused(
         &work,
