@@ -612,23 +612,24 @@ impl Mlp {
         b: usize,
         t: usize,
     ) -> Var<'g> {
-        // The embeddings of the token k places back, for k = 0..block_size: what
-        // makemore.py gets by torch.roll(idx, 1, 1) with <BLANK> rolled in.
-        let embs: Vec<Var<'g>> = (0..self.block_size)
-            .map(|k| {
-                let shifted: Vec<usize> = (0..b * t)
-                    .map(|i| {
-                        if i % t >= k {
-                            idx[i - k]
-                        } else {
-                            self.vocab_size
-                        }
-                    })
-                    .collect();
-                self.wte.forward(pass, &shifted, &[b, t]) // (B, T, n_embd)
+        // For each position, the tokens k = 0..block_size places back, <BLANK>
+        // before the start: what makemore.py gathers with torch.roll(idx, 1, 1),
+        // looked up in one go instead of block_size lookups and a concat.
+        let bs = self.block_size;
+        let context: Vec<usize> = (0..b * t)
+            .flat_map(|i| {
+                (0..bs).map(move |k| {
+                    if i % t >= k {
+                        idx[i - k]
+                    } else {
+                        self.vocab_size
+                    }
+                })
             })
-            .collect();
-        let x = Var::concat(&embs, -1); // (B, T, n_embd · block_size)
+            .collect(); // (B, T, block_size)
+        let embs = self.wte.forward(pass, &context, &[b, t, bs]); // (B, T, block_size, n_embd)
+        let c = embs.shape()[3];
+        let x = embs.reshape(&[b, t, bs * c]); // (B, T, block_size · n_embd), as torch.cat(embs, -1)
         let h = self.hidden.forward(pass, x).tanh(); // (B, T, n_embd2)
         self.out.forward(pass, h) // (B, T, vocab_size)
     }
