@@ -1,11 +1,12 @@
 //! `cargo xtask report [--check]`: rebuilds `runs/index.html`, one page with
-//! every lecture's runs, from whatever is under `runs/` (`cargo xtask lecture N`
-//! rebuilds it after each run).
+//! every lecture's runs and the tools' runs (`runs/tools/`, which `makemore`
+//! fills), from whatever is under `runs/` (`cargo xtask lecture N` and
+//! `makemore` rebuild it after each run).
 //!
 //! With `--check`, headless Chromium loads the page and the `report` crate's
 //! `page::browser` compares what it shows with each `report.json`, and the
 //! GPT-2 and GPT-4 token views with tiktoken's ids; it saves a screenshot of
-//! each lecture's section in `runs/screenshots/`. CI runs it after the
+//! each section (each lecture's, and `tools`) in `runs/screenshots/`. CI runs it after the
 //! lectures. Without Chromium the check is skipped with a message, except
 //! in CI, where it fails.
 

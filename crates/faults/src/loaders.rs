@@ -532,6 +532,7 @@ fn makemore_file(which: MakemoreFile) -> Result<Loader, String> {
     Ok(Loader {
         name,
         file_name: file_name.into(),
+        // The MLP's wte: 17 characters, the start token and <BLANK>, by n_embd 4.
         special: safetensors_special(&valid, ("[19,4]", "[19,5]")),
         valid,
         companions: vec![],

@@ -70,7 +70,6 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
     report::write_atomic(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-// ANCHOR: save_best
 /// `torch.save(model.state_dict(), out_path)`, as safetensors.
 pub fn save_best(dir: &Path, trainer: &Trainer, test_loss: f32) -> Result<(), String> {
     let tensors: Vec<NamedTensor> = state_dict(trainer.cfg.kind, &trainer.config, &trainer.params)
@@ -83,7 +82,6 @@ pub fn save_best(dir: &Path, trainer: &Trainer, test_loss: f32) -> Result<(), St
     metadata.insert("test_loss".into(), test_loss.to_string());
     write(dir, BEST, &serialize_with_digest(&tensors, metadata)?)
 }
-// ANCHOR_END: save_best
 
 /// Saves the resume state.
 pub fn save_last(dir: &Path, trainer: &Trainer) -> Result<(), String> {
@@ -232,6 +230,15 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
                 return Err("its sampler does not fit the training set".into());
             }
         }
+        // Another seed splits the file differently: test words would train.
+        let saved: TrainConfig = serde_json::from_str(file.field("train_config")?)
+            .map_err(|e| format!("bad train_config: {e}"))?;
+        if saved.seed != trainer.cfg.seed {
+            return Err(format!(
+                "it was trained with --seed {}, which chose its test words; resume with --seed {0}",
+                saved.seed
+            ));
+        }
         let best: Option<u32> = serde_json::from_str(file.field("best_loss")?)
             .map_err(|e| format!("bad best_loss: {e}"))?;
         restore_model_and_moments(&file.st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
@@ -246,19 +253,22 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
 
 fn no_file(path: &Path, e: std::io::Error) -> String {
     if e.kind() == std::io::ErrorKind::NotFound {
+        let (what, other) = if path.ends_with(LAST) {
+            (
+                "no state in this work dir to resume from",
+                "--sample-only needs only model.safetensors",
+            )
+        } else {
+            (
+                "no model in this work dir to sample from",
+                "a run saves it at its first evaluation, step 500",
+            )
+        };
         format!(
-            "{} does not exist: there is no model in this work dir to resume or sample from; \
-             train one first (without --resume or --sample-only)",
+            "{} does not exist: there is {what}; train one first (without --resume or --sample-only); {other}",
             path.display()
         )
     } else {
         format!("cannot read {}: {e}", path.display())
     }
-}
-
-/// The training flags a resume state was written with.
-pub fn train_config_of_last(dir: &Path) -> Option<TrainConfig> {
-    let bytes = std::fs::read(dir.join(LAST)).ok()?;
-    let file = open(&bytes, LAST_FORMAT).ok()?;
-    serde_json::from_str(file.field("train_config").ok()?).ok()
 }

@@ -43,7 +43,7 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-// ANCHOR: read_words
+// ANCHOR: words_from_bytes
 /// The words of `bytes` as makemore.py's `create_datasets` finds them:
 /// `[w.strip() for w in data.splitlines()]`, the empty ones dropped. Bytes that
 /// are not UTF-8 are an error naming the line and the byte offset.
@@ -65,7 +65,7 @@ pub fn words_from_bytes(bytes: &[u8], name: &str) -> Result<Vec<String>, InputEr
         .collect();
     Ok(words)
 }
-// ANCHOR_END: read_words
+// ANCHOR_END: words_from_bytes
 
 /// [`words_from_bytes`] of a file, with errors naming the file.
 pub fn read_words(path: &Path) -> Result<Vec<String>, InputError> {

@@ -27,7 +27,6 @@ pub fn int64_seed(g: &mut TorchGenerator) -> u64 {
 /// `RandomSampler(replacement=True)` yields `randint` chunks of this many.
 const CHUNK: usize = 32;
 
-// ANCHOR: infinite_data_loader
 /// makemore.py's `InfiniteDataLoader`: batches of indices drawn with
 /// replacement, forever.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +52,7 @@ impl InfiniteSampler {
         }
     }
 
+    // ANCHOR: infinite_data_loader
     /// The next `batch_size` indices; the first call seeds the sampler's
     /// generator from the global one.
     pub fn next_batch(&mut self, batch_size: usize, global: &mut TorchGenerator) -> Vec<usize> {
@@ -71,8 +71,8 @@ impl InfiniteSampler {
         self.generator = Some(g.state());
         batch
     }
+    // ANCHOR_END: infinite_data_loader
 }
-// ANCHOR_END: infinite_data_loader
 
 /// The batches `evaluate` sees: `DataLoader(dataset, shuffle=True,
 /// batch_size)`, stopped after batch `max_batches` (the loop appends the

@@ -107,8 +107,21 @@ fn options(cli: Cli) -> Result<Options, String> {
             return Err(format!("{flag} 0: it must be at least 1"));
         }
     }
-    if !(cli.learning_rate.is_finite() && cli.weight_decay.is_finite()) {
-        return Err("--learning-rate and --weight-decay must be finite numbers".into());
+    for (flag, v) in [
+        ("--learning-rate", cli.learning_rate),
+        ("--weight-decay", cli.weight_decay),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!(
+                "{flag} {v}: give a finite number >= 0, as torch.optim.AdamW asks"
+            ));
+        }
+    }
+    if kind == ModelType::Transformer && !cli.n_embd.is_multiple_of(cli.n_head) {
+        return Err(format!(
+            "--n-embd {} is not a multiple of --n-head {}: the transformer splits its channels among the heads",
+            cli.n_embd, cli.n_head
+        ));
     }
     Ok(Options {
         input_file: cli.input_file,

@@ -16,7 +16,7 @@
 //! Transformer is lecture 7's, with GPT-2's GELU and biases.
 
 use autograd::{ForwardPass, Init, ParamId, Params, Var};
-use gpt::model::LayerNorm;
+use gpt::model::{CausalSelfAttention, LayerNorm};
 use gpt::nn::{future_mask, Embedding, Linear};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -118,49 +118,23 @@ pub fn new_gelu(x: Var<'_>) -> Var<'_> {
 }
 // ANCHOR_END: new_gelu
 
-/// Multi-head masked self-attention with a projection at the end.
-#[derive(Clone, Debug)]
-pub struct CausalSelfAttention {
-    /// q, k and v of every head: `nn.Linear(C, 3C)`.
-    pub c_attn: Linear,
-    /// Output projection: `nn.Linear(C, C)`.
-    pub c_proj: Linear,
-    /// Heads.
-    pub n_head: usize,
-}
-
-impl CausalSelfAttention {
-    /// Draws `c_attn` then `c_proj`.
-    pub fn new(init: &mut Init, name: &str, config: &ModelConfig) -> CausalSelfAttention {
-        let c = config.n_embd;
-        CausalSelfAttention {
-            c_attn: Linear::new(init, &format!("{name}.c_attn"), c, 3 * c, true),
-            c_proj: Linear::new(init, &format!("{name}.c_proj"), c, c, true),
-            n_head: config.n_head,
-        }
+/// `CausalSelfAttention`, with makemore.py's biases and PyTorch's default
+/// init: lecture 7's nanoGPT attention (`gpt::model::CausalSelfAttention`,
+/// whose forward is makemore.py's line for line) with no dropout and the
+/// attention written out, not fused.
+pub fn causal_self_attention(
+    init: &mut Init,
+    name: &str,
+    config: &ModelConfig,
+) -> CausalSelfAttention {
+    let c = config.n_embd;
+    CausalSelfAttention {
+        c_attn: Linear::new(init, &format!("{name}.c_attn"), c, 3 * c, true),
+        c_proj: Linear::new(init, &format!("{name}.c_proj"), c, c, true),
+        n_head: config.n_head,
+        dropout: 0.0,
+        flash: false,
     }
-
-    // ANCHOR: causal_self_attention
-    /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
-        let shape = x.shape();
-        let (b, t, c) = (shape[0], shape[1], shape[2]); // batch, sequence length, n_embd
-        let (nh, hs) = (self.n_head, c / self.n_head);
-        let qkv = self.c_attn.forward(pass, x); // (B, T, 3C)
-        let heads = |i: usize| {
-            qkv.narrow(-1, i * c, c) // (B, T, C)
-                .reshape(&[b, t, nh, hs]) // (B, T, nh, hs)
-                .transpose(1, 2) // (B, nh, T, hs)
-        };
-        let (q, k, v) = (heads(0), heads(1), heads(2));
-        let att = q.matmul(k.transpose(-2, -1)) * (1.0 / (hs as f64).sqrt()) as f32; // (B, nh, T, T)
-        let att = att.masked_fill(&future_mask(t), f32::NEG_INFINITY); // (B, nh, T, T)
-        let att = att.softmax(-1); // (B, nh, T, T)
-        let y = att.matmul(v); // (B, nh, T, T) @ (B, nh, T, hs) -> (B, nh, T, hs)
-        let y = y.transpose(1, 2).reshape(&[b, t, c]); // (B, T, C): heads side by side
-        self.c_proj.forward(pass, y) // (B, T, C)
-    }
-    // ANCHOR_END: causal_self_attention
 }
 
 /// An unassuming Transformer block.
@@ -184,7 +158,7 @@ impl Block {
         let c = config.n_embd;
         Block {
             ln_1: LayerNorm::new(init, &format!("{name}.ln_1"), c, true),
-            attn: CausalSelfAttention::new(init, &format!("{name}.attn"), config),
+            attn: causal_self_attention(init, &format!("{name}.attn"), config),
             ln_2: LayerNorm::new(init, &format!("{name}.ln_2"), c, true),
             c_fc: Linear::new(init, &format!("{name}.mlp.c_fc"), c, 4 * c, true),
             c_proj: Linear::new(init, &format!("{name}.mlp.c_proj"), 4 * c, c, true),
@@ -346,7 +320,7 @@ impl Bow {
             "Cannot forward sequence of length {t}, block size is only {}",
             self.block_size
         );
-        let pos: Vec<usize> = (0..t).collect();
+        let pos: Vec<usize> = (0..t).collect(); // (T,)
         let tok_emb = self.wte.forward(pass, idx, &[b, t]); // (B, T, n_embd)
         let pos_emb = self.wpe.forward(pass, &pos, &[1, t]); // (1, T, n_embd)
         let x = self.context_block.forward(pass, tok_emb + pos_emb); // (B, T, n_embd)
@@ -408,14 +382,16 @@ impl GruCell {
     // ANCHOR: gru_cell
     /// `(B, n_embd), (B, n_embd2) -> (B, n_embd2)`.
     pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, xt: Var<'g>, hprev: Var<'g>) -> Var<'g> {
-        // first use the reset gate to wipe some channels of the hidden state to zero
+        // The reset gate wipes some channels of the hidden state to zero.
         let xh = Var::concat(&[xt, hprev], 1); // (B, n_embd + n_embd2)
         let r = self.xh_to_r.forward(pass, xh).sigmoid(); // (B, n_embd2)
         let hprev_reset = r * hprev; // (B, n_embd2)
-                                     // the candidate new hidden state
+
+        // The candidate new hidden state.
         let xhr = Var::concat(&[xt, hprev_reset], 1); // (B, n_embd + n_embd2)
         let hbar = self.xh_to_hbar.forward(pass, xhr).tanh(); // (B, n_embd2)
-                                                              // the switch gate: how much of each channel to update
+
+        // The switch gate: how much of each channel to update, to blend with.
         let z = self.xh_to_z.forward(pass, xh).sigmoid(); // (B, n_embd2)
         z.neg().add_scalar(1.0) * hprev + z * hbar // (B, n_embd2): (1 - z) * hprev + z * hbar
     }
@@ -468,10 +444,10 @@ impl LstmCell {
         let gates = hprev.linear(p(self.weight_hh), Some(p(self.bias_hh)))
             + xt.linear(p(self.weight_ih), Some(p(self.bias_ih))); // (B, 4·hidden)
         let gate = |i: usize| gates.narrow(1, i * hidden, hidden); // (B, hidden)
-        let ingate = gate(0).sigmoid();
-        let forgetgate = gate(1).sigmoid();
-        let cellgate = gate(2).tanh();
-        let outgate = gate(3).sigmoid();
+        let ingate = gate(0).sigmoid(); // (B, hidden)
+        let forgetgate = gate(1).sigmoid(); // (B, hidden)
+        let cellgate = gate(2).tanh(); // (B, hidden)
+        let outgate = gate(3).sigmoid(); // (B, hidden)
         let c = forgetgate * cprev + ingate * cellgate; // (B, hidden)
         let h = outgate * c.tanh(); // (B, hidden)
         (h, c)

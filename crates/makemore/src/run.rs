@@ -34,8 +34,13 @@ pub struct Options {
 /// Set by SIGINT: the loop saves its state and stops after the current step.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
+extern "C" fn on_sigint(signal: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    // A second Ctrl-C ends the program at once, as it would without us.
+    // SAFETY: signal() is async-signal-safe.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+    }
 }
 
 /// Stops the run at the next step boundary on Ctrl-C, instead of dying mid-write.
@@ -116,6 +121,21 @@ pub fn run(o: &Options) -> Result<(), String> {
         );
     }
     println!("model #params: {}", trainer.params.count());
+    if let Some(k) = o.train.top_k.filter(|&k| k > c.vocab_size) {
+        return Err(format!(
+            "--top-k {k}: the vocabulary of input file {} has only {} tokens",
+            input.display(),
+            c.vocab_size
+        ));
+    }
+    let last = o.work_dir.join(checkpoint::LAST);
+    if !o.resume && !o.sample_only && last.exists() {
+        return Err(format!(
+            "{} holds a run already; pass --resume to continue it, or give another --work-dir \
+             (a new run here would replace it)",
+            last.display()
+        ));
+    }
     if o.sample_only {
         println!("resuming from existing model in the workdir");
         load_best(&o.work_dir, &mut trainer)?;
@@ -126,6 +146,13 @@ pub fn run(o: &Options) -> Result<(), String> {
         println!("resuming from existing model in the workdir");
         load_last(&o.work_dir, &mut trainer)?;
         println!("resumed at step {}", trainer.step);
+        if o.max_steps >= 0 && trainer.step as i64 >= o.max_steps {
+            println!(
+                "--max-steps {} counts the steps already taken: nothing left to do",
+                o.max_steps
+            );
+            return Ok(());
+        }
     }
     train_loop(o, &mut trainer)
 }
@@ -134,8 +161,6 @@ pub fn run(o: &Options) -> Result<(), String> {
 fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     catch_interrupt();
     let dir = &o.work_dir;
-    let mut tb = EventWriter::create(dir)
-        .map_err(|e| format!("cannot write TensorBoard events in {}: {e}", dir.display()))?;
     let csv = dir.join("loss.csv");
     let mut rows: Vec<LossRow> = if o.resume && csv.exists() {
         report::page::read_loss_csv(&csv)?
@@ -145,6 +170,9 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     } else {
         Vec::new()
     };
+    let mut tb = EventWriter::create(dir)
+        .map_err(|e| format!("cannot write TensorBoard events in {}: {e}", dir.display()))?;
+    let tb_path = tb.path().to_path_buf();
     trainer.start_loader();
     let mut record = Record::new(o, trainer);
     let mut saved_at = o.resume.then_some(trainer.step); // the state last.safetensors holds
@@ -170,13 +198,16 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
                 "the loss is {loss} at step {step}; stopping ({kept})"
             ));
         }
-        rows.push(LossRow {
-            step,
-            stage: o.train.kind.name().to_string(),
-            train: loss as f64,
-            val: None,
-            lr: Some(o.train.learning_rate),
-        });
+        // The steps makemore.py prints, and each evaluation's (its val set below).
+        if step.is_multiple_of(10) || step.is_multiple_of(500) {
+            rows.push(LossRow {
+                step,
+                stage: o.train.kind.name().to_string(),
+                train: loss as f64,
+                val: None,
+                lr: Some(o.train.learning_rate),
+            });
+        }
         if step.is_multiple_of(10) {
             println!(
                 "step {step} | loss {:.4} | step time {ms:.2}ms",
@@ -187,12 +218,18 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
             let train_loss = trainer.evaluate(false);
             let test_loss = trainer.evaluate(true);
             let now = wall_time_now();
-            let tb_err = |e: std::io::Error| format!("cannot write TensorBoard events: {e}");
+            let tb_err = |e: std::io::Error| format!("cannot write {}: {e}", tb_path.display());
             tb.add_scalar("Loss/train", train_loss, step as i64, now)
                 .map_err(tb_err)?;
             tb.add_scalar("Loss/test", test_loss, step as i64, now)
                 .map_err(tb_err)?;
             tb.flush().map_err(tb_err)?;
+            if !(train_loss.is_finite() && test_loss.is_finite()) {
+                return Err(format!(
+                    "the evaluation at step {step} gave train loss {train_loss}, test loss {test_loss}; \
+                     stopping, with nothing saved from this step"
+                ));
+            }
             rows.last_mut().expect("pushed above").val = Some(test_loss as f64);
             record.last_eval = Some((step, train_loss, test_loss));
             println!(
@@ -219,7 +256,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
         if step > 0 && step.is_multiple_of(500) {
             save_last(dir, trainer)?;
             write_loss_files(dir, &rows)?;
-            record.write(dir, trainer)?;
+            record.write(dir, trainer, false)?;
             saved_at = Some(trainer.step);
         }
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -233,8 +270,8 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     if saved_at != Some(trainer.step) {
         save_last(dir, trainer)?;
         write_loss_files(dir, &rows)?;
-        record.write(dir, trainer)?;
     }
+    record.write(dir, trainer, true)?;
     Ok(())
 }
 
@@ -280,7 +317,8 @@ impl Record {
 
     /// `report.json` and `samples.txt` in the work dir, and the run mirrored
     /// onto the runs page.
-    fn write(&self, dir: &Path, trainer: &Trainer) -> Result<(), String> {
+    /// `done` marks the run finished; until then the page shows no finish time.
+    fn write(&self, dir: &Path, trainer: &Trainer, done: bool) -> Result<(), String> {
         let mut final_losses = std::collections::BTreeMap::new();
         let mut targets = Vec::new();
         if let Some((step, train, test)) = self.last_eval {
@@ -313,7 +351,7 @@ impl Record {
             seed: trainer.cfg.seed,
             config: self.config.clone(),
             wall_seconds: wall,
-            finished_at: Some(report::utc_now()),
+            finished_at: done.then(report::utc_now),
             stages: vec![report::StageReport {
                 name: trainer.cfg.kind.name().to_string(),
                 steps: trainer.step,
@@ -342,7 +380,7 @@ impl Record {
 }
 
 /// The runs page's folder: `$ZTH_RUNS` if set (empty turns the mirror off),
-/// else the workspace's `runs/` when this binary sits in a workspace.
+/// else `runs/` in the workspace this binary was built in, while it exists.
 fn runs_folder() -> Option<PathBuf> {
     match std::env::var_os("ZTH_RUNS") {
         Some(v) if v.is_empty() => None,
@@ -354,15 +392,17 @@ fn runs_folder() -> Option<PathBuf> {
     }
 }
 
-/// Copies the run's record into `runs/tools/makemore-<work dir name>/` and
-/// rebuilds the runs page, so that every makemore run shows there beside the
-/// lectures'. A failure here only warns: the run itself is in its work dir.
+/// Copies the run's record into `runs/tools/makemore-<work dir name>-<digest>/`
+/// and rebuilds the runs page, so that every makemore run shows there beside
+/// the lectures'. A failure here only warns: the run itself is in its work dir.
 fn mirror_to_runs_page(dir: &Path) {
     let Some(runs) = runs_folder() else { return };
-    let name: String = std::fs::canonicalize(dir)
-        .ok()
-        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "out".into())
+    // The folder's name, and a digest of its whole path so that `a/out` and
+    // `b/out` stay two runs.
+    let full = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let name: String = full
+        .file_name()
+        .map_or("out".into(), |n| n.to_string_lossy().into_owned())
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -372,10 +412,10 @@ fn mirror_to_runs_page(dir: &Path) {
             }
         })
         .collect();
-    let target = runs.join("tools").join(format!("makemore-{name}"));
-    if std::fs::canonicalize(&target).ok() == std::fs::canonicalize(dir).ok() {
-        return; // the work dir is the page's folder already
-    }
+    let digest = data::sha256_hex(full.to_string_lossy().as_bytes());
+    let target = runs
+        .join("tools")
+        .join(format!("makemore-{name}-{}", &digest[..8]));
     let copy = || -> Result<(), String> {
         for file in [
             "report.json",
@@ -384,10 +424,13 @@ fn mirror_to_runs_page(dir: &Path) {
             "loss.svg",
             "samples.txt",
         ] {
-            let from = dir.join(file);
-            if let Ok(bytes) = std::fs::read(&from) {
-                report::write_atomic(&target.join(file), &bytes)
-                    .map_err(|e| format!("{}: {e}", target.join(file).display()))?;
+            match std::fs::read(dir.join(file)) {
+                Ok(bytes) => report::write_atomic(&target.join(file), &bytes)
+                    .map_err(|e| format!("{}: {e}", target.join(file).display()))?,
+                // Not made yet by this run: no older run's copy may stand in.
+                Err(_) => {
+                    let _ = std::fs::remove_file(target.join(file));
+                }
             }
         }
         report::page::write_index(&runs).map(|_| ())
@@ -409,7 +452,8 @@ fn write_loss_files(dir: &Path, rows: &[LossRow]) -> Result<(), String> {
             &refs,
             &dir.join("loss.png"),
             &dir.join("loss.svg"),
-        )?;
+        )
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
-//! makemore.py's main: the model, AdamW, the infinite loader, and the loop that
-//! logs every 10 steps, evaluates every 500 and samples every 200.
+//! The state of makemore.py's main (the split, the model, AdamW, the global
+//! generator, the training loader) and what the loop does with it: a step,
+//! `evaluate` and `print_samples`. The loop itself is in [`crate::run`].
 
-use crate::data::{create_datasets, CharDataset, Datasets, InputError};
+use crate::data::{create_datasets, Datasets, InputError};
 use crate::loader::{eval_batches, InfiniteSampler};
 use crate::model::{cross_entropy_ignoring_padding, Model, ModelConfig, ModelType};
 use crate::sample::{samples, Sampler, Samples};
@@ -183,7 +184,9 @@ impl Trainer {
 
     // ANCHOR: evaluate
     /// `evaluate(model, dataset, batch_size=100, max_batches=10)`: the mean of
-    /// 11 shuffled batches' losses, as `torch.tensor(losses).mean()` in f32.
+    /// 11 shuffled batches' losses. makemore.py takes it in f32
+    /// (`torch.tensor(losses).mean()`); this adds in f64 and rounds once, which
+    /// can differ from it in the last bit.
     pub fn evaluate(&mut self, test: bool) -> f32 {
         let dataset = if test {
             &self.data.test
@@ -223,11 +226,6 @@ impl Trainer {
             &self.data.test,
             &mut self.global,
         )
-    }
-
-    /// The training split.
-    pub fn train_set(&self) -> &CharDataset {
-        &self.data.train
     }
 }
 

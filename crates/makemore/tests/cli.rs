@@ -121,7 +121,8 @@ fn a_resumed_run_is_the_straight_run_bit_for_bit() {
         csv(&straight),
         "loss.csv keeps the first part's rows"
     );
-    assert_eq!(csv(&straight).lines().count(), 1 + 1000);
+    // A row for every 10th step, as makemore.py prints them: steps 0, 10, …, 990.
+    assert_eq!(csv(&straight).lines().count(), 1 + 100);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -148,6 +149,16 @@ fn the_best_model_has_makemore_pys_state_dict_and_tensorboard_has_the_losses() {
     let text = stdout(&out);
 
     // The run's record, in its work dir and on the runs page.
+    let mirrored = std::fs::read_dir(runs.join("tools"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("makemore-work-")
+        })
+        .expect("runs/tools/makemore-work-<digest>");
     for file in [
         "report.json",
         "loss.csv",
@@ -156,24 +167,23 @@ fn the_best_model_has_makemore_pys_state_dict_and_tensorboard_has_the_losses() {
         "samples.txt",
     ] {
         let ours = std::fs::read(work.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-        assert_eq!(
-            std::fs::read(runs.join("tools/makemore-work").join(file)).unwrap(),
-            ours,
-            "{file}"
-        );
+        assert_eq!(std::fs::read(mirrored.join(file)).unwrap(), ours, "{file}");
     }
     let report = report::page::read_report(&work.join("report.json")).unwrap();
     assert_eq!(report.tool.as_deref(), Some("makemore"));
     assert_eq!(report.stages[0].steps, 501);
     let page = std::fs::read_to_string(runs.join("index.html")).unwrap();
-    assert!(page.contains("id=\"tools\"") && page.contains("id=\"tool-makemore-work\""));
-    assert_eq!(
-        std::fs::read_to_string(work.join("loss.csv"))
-            .unwrap()
-            .lines()
-            .count(),
-        1 + 501
+    let id = format!(
+        "id=\"tool-{}\"",
+        mirrored.file_name().unwrap().to_string_lossy()
     );
+    assert!(page.contains("id=\"tools\"") && page.contains(&id), "{id}");
+    // A row for every 10th step: 0, 10, …, 500.
+    let rows = std::fs::read_to_string(work.join("loss.csv"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(rows, 1 + 51);
 
     // makemore.py's BoW state_dict, its causal-mask buffer included.
     let names: Vec<String> = tensors(&work.join("model.safetensors"))
@@ -334,6 +344,33 @@ fn bad_input_is_refused_naming_the_file_line_or_flag() {
         &["--device cuda", "CPU only"],
     );
     refused(&work, &["-i", good, "--top-k", "0"], &["--top-k 0"]);
+    refused(
+        &work,
+        &["-i", good, "--top-k", "28", "--resume"],
+        &["--top-k 28", "27 tokens"],
+    );
+    refused(
+        &work,
+        &["-i", good, "--n-head", "5"],
+        &["--n-embd 64", "--n-head 5"],
+    );
+    refused(
+        &work,
+        &["-i", good, "-l", "-0.1"],
+        &["--learning-rate -0.1"],
+    );
+
+    // A new run over a finished one, and a resume that would split the file anew.
+    refused(
+        &work,
+        &["-i", good, "--type", "bigram"],
+        &["last.safetensors", "holds a run already", "--resume"],
+    );
+    refused(
+        &work,
+        &["-i", good, "--type", "bigram", "--resume", "--seed", "1"],
+        &["--seed 3407"],
+    );
 
     // A model of another type or size in the work dir.
     refused(
@@ -363,7 +400,7 @@ fn bad_input_is_refused_naming_the_file_line_or_flag() {
         &[
             "last.safetensors",
             "does not exist",
-            "no model in this work dir",
+            "no state in this work dir",
         ],
     );
     refused(

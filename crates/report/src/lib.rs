@@ -26,6 +26,9 @@
 //!              "targets": [{"name": "val loss", "kind": "band", "expected": 2.1701,
 //!                           "tolerance": 0.03, "measured": 2.168, "pass": true}]}]}
 //! ```
+//!
+//! A tool's run (`makemore` on a learner's file) has `"lecture": 0` and
+//! `"tool": "makemore"`, and lives in `runs/tools/<name>/`.
 #![deny(missing_docs)]
 
 mod atomic;

@@ -112,6 +112,11 @@ pub fn collect(runs: &Path) -> Vec<RunFolder> {
                 .filter_map(|e| e.ok())
                 .filter(|e| e.path().join("report.json").is_file())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                // The name becomes an element id and a link: plain names only.
+                .filter(|name| {
+                    name.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -221,12 +226,16 @@ pub fn render(folders: &[RunFolder]) -> String {
 /// The table at the top: one row per run, and the failed targets, if any.
 fn summary(folders: &[RunFolder]) -> String {
     let mut html = String::from(
-        "<div class=\"scroll\"><table class=\"summary\"><thead><tr><th>lecture</th><th>run</th>\
+        "<div class=\"scroll\"><table class=\"summary\"><thead><tr><th>lecture / tool</th><th>run</th>\
          <th>targets passed</th><th>wall time</th><th>finished</th></tr></thead><tbody>\n",
     );
     let mut failures = Vec::new();
     for f in folders {
-        let label = if f.quick { "quick" } else { "full" };
+        let label = match (&f.tool, f.quick) {
+            (Some(_), _) => "tool",
+            (None, true) => "quick",
+            (None, false) => "full",
+        };
         // What the first column names and links to: the lecture, or the tool run.
         let (place, section) = match &f.tool {
             Some(tool) => (tool.clone(), f.section()),

@@ -546,7 +546,7 @@ const SHOT: &str = r#"<!doctype html>
 </body></html>
 "#;
 
-/// Saves a screenshot of each section (`lecture-NN.png`, 1100 px wide) and of
+/// Saves a screenshot of each section (`lecture-NN.png`, `tools.png`, 1100 px wide) and of
 /// the page's top at [`NARROW_WIDTH`] (`narrow.png`) into `out`.
 pub fn screenshots(
     browser: &Path,
