@@ -23,6 +23,7 @@
 mod catalogue;
 mod error;
 pub mod makemore;
+pub mod python_text;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

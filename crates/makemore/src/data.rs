@@ -48,13 +48,9 @@ impl std::error::Error for InputError {}
 /// `[w.strip() for w in data.splitlines()]`, the empty ones dropped. Bytes that
 /// are not UTF-8 are an error naming the line and the byte offset.
 pub fn words_from_bytes(bytes: &[u8], name: &str) -> Result<Vec<String>, InputError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    let text = data::python_text::decode_utf8(bytes, name).map_err(|e| {
         InputError(format!(
-            "{name}: not UTF-8 text: line {line}, byte offset {at} (0x{:02x}); \
-             makemore reads its input as UTF-8, one thing per line",
-            bytes[at]
+            "{e}; makemore reads its input as UTF-8, one thing per line"
         ))
     })?;
     let words = text

@@ -255,7 +255,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
         }
         if step > 0 && step.is_multiple_of(500) {
             save_last(dir, trainer)?;
-            write_loss_files(dir, &rows)?;
+            report::tool_run::write_loss_files(dir, "makemore", &rows)?;
             record.write(dir, trainer, false)?;
             saved_at = Some(trainer.step);
         }
@@ -269,7 +269,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     }
     if saved_at != Some(trainer.step) {
         save_last(dir, trainer)?;
-        write_loss_files(dir, &rows)?;
+        report::tool_run::write_loss_files(dir, "makemore", &rows)?;
     }
     record.write(dir, trainer, true)?;
     Ok(())
@@ -374,86 +374,18 @@ impl Record {
         if let Some((step, block)) = &self.samples {
             write("samples.txt", format!("step {step}\n{block}\n").as_bytes())?;
         }
-        mirror_to_runs_page(dir);
+        report::tool_run::mirror_to_runs_page(
+            report::tool_run::runs_folder(&data::workspace_root()),
+            "makemore",
+            dir,
+            &[
+                "report.json",
+                "loss.csv",
+                "loss.png",
+                "loss.svg",
+                "samples.txt",
+            ],
+        );
         Ok(())
     }
-}
-
-/// The runs page's folder: `$ZTH_RUNS` if set (empty turns the mirror off),
-/// else `runs/` in the workspace this binary was built in, while it exists.
-fn runs_folder() -> Option<PathBuf> {
-    match std::env::var_os("ZTH_RUNS") {
-        Some(v) if v.is_empty() => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => {
-            let root = data::workspace_root();
-            root.join("Cargo.lock").is_file().then(|| root.join("runs"))
-        }
-    }
-}
-
-/// Copies the run's record into `runs/tools/makemore-<work dir name>-<digest>/`
-/// and rebuilds the runs page, so that every makemore run shows there beside
-/// the lectures'. A failure here only warns: the run itself is in its work dir.
-fn mirror_to_runs_page(dir: &Path) {
-    let Some(runs) = runs_folder() else { return };
-    // The folder's name, and a digest of its whole path so that `a/out` and
-    // `b/out` stay two runs.
-    let full = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let name: String = full
-        .file_name()
-        .map_or("out".into(), |n| n.to_string_lossy().into_owned())
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let digest = data::sha256_hex(full.to_string_lossy().as_bytes());
-    let target = runs
-        .join("tools")
-        .join(format!("makemore-{name}-{}", &digest[..8]));
-    let copy = || -> Result<(), String> {
-        for file in [
-            "report.json",
-            "loss.csv",
-            "loss.png",
-            "loss.svg",
-            "samples.txt",
-        ] {
-            match std::fs::read(dir.join(file)) {
-                Ok(bytes) => report::write_atomic(&target.join(file), &bytes)
-                    .map_err(|e| format!("{}: {e}", target.join(file).display()))?,
-                // Not made yet by this run: no older run's copy may stand in.
-                Err(_) => {
-                    let _ = std::fs::remove_file(target.join(file));
-                }
-            }
-        }
-        report::page::write_index(&runs).map(|_| ())
-    };
-    if let Err(e) = copy() {
-        eprintln!("makemore: warning: the runs page was not updated: {e}");
-    }
-}
-
-/// `loss.csv` and the loss plot, as every run of the workspace writes them.
-fn write_loss_files(dir: &Path, rows: &[LossRow]) -> Result<(), String> {
-    let refs: Vec<&LossRow> = rows.iter().collect();
-    let csv = report::loss_csv(&refs).map_err(|e| e.to_string())?;
-    report::write_atomic(&dir.join("loss.csv"), &csv)
-        .map_err(|e| format!("cannot write {}: {e}", dir.join("loss.csv").display()))?;
-    if !rows.is_empty() {
-        report::plot::loss_curves(
-            "makemore",
-            &refs,
-            &dir.join("loss.png"),
-            &dir.join("loss.svg"),
-        )
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    Ok(())
 }

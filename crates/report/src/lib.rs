@@ -37,6 +37,7 @@ pub mod plot;
 mod progress;
 mod run;
 mod target;
+pub mod tool_run;
 
 pub use atomic::write_atomic;
 pub use progress::Progress;

@@ -1,0 +1,82 @@
+//! What every tool run (makemore, nanoGPT's `train`) writes beside its
+//! checkpoints, and its copy on the runs page: `loss.csv`, the loss plot, and
+//! the run's files mirrored into `runs/tools/<tool>-<folder>-<digest>/`.
+
+use crate::LossRow;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The runs page's folder: `$ZTH_RUNS` if set (empty turns the mirror off),
+/// else `runs/` in `workspace_root`, while that is a workspace.
+pub fn runs_folder(workspace_root: &Path) -> Option<PathBuf> {
+    match std::env::var_os("ZTH_RUNS") {
+        Some(v) if v.is_empty() => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => workspace_root
+            .join("Cargo.lock")
+            .is_file()
+            .then(|| workspace_root.join("runs")),
+    }
+}
+
+/// `runs/tools/<tool>-<folder name>-<digest>`: the folder's name, and a digest
+/// of its whole path so that `a/out` and `b/out` stay two runs.
+pub fn mirror_folder(runs: &Path, tool: &str, dir: &Path) -> PathBuf {
+    let full = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let name: String = full
+        .file_name()
+        .map_or("out".into(), |n| n.to_string_lossy().into_owned())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let digest: String = Sha256::digest(full.to_string_lossy().as_bytes())
+        .iter()
+        .take(4)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    runs.join("tools").join(format!("{tool}-{name}-{digest}"))
+}
+
+/// Copies `files` of the run in `dir` into its [`mirror_folder`] and rebuilds
+/// the runs page, so that every tool run shows there beside the lectures'. A
+/// file the run has not made yet is removed from the copy, so that no older
+/// run's stands in. A failure only warns: the run itself is in `dir`.
+pub fn mirror_to_runs_page(runs: Option<PathBuf>, tool: &str, dir: &Path, files: &[&str]) {
+    let Some(runs) = runs else { return };
+    let target = mirror_folder(&runs, tool, dir);
+    let copy = || -> Result<(), String> {
+        for file in files {
+            match std::fs::read(dir.join(file)) {
+                Ok(bytes) => crate::write_atomic(&target.join(file), &bytes)
+                    .map_err(|e| format!("{}: {e}", target.join(file).display()))?,
+                Err(_) => {
+                    let _ = std::fs::remove_file(target.join(file));
+                }
+            }
+        }
+        crate::page::write_index(&runs).map(|_| ())
+    };
+    if let Err(e) = copy() {
+        eprintln!("{tool}: warning: the runs page was not updated: {e}");
+    }
+}
+
+/// `loss.csv` and the loss plot (`loss.png`, `loss.svg`) in `dir`, as every
+/// run of the workspace writes them.
+pub fn write_loss_files(dir: &Path, title: &str, rows: &[LossRow]) -> Result<(), String> {
+    let refs: Vec<&LossRow> = rows.iter().collect();
+    let csv = crate::loss_csv(&refs).map_err(|e| e.to_string())?;
+    crate::write_atomic(&dir.join("loss.csv"), &csv)
+        .map_err(|e| format!("cannot write {}: {e}", dir.join("loss.csv").display()))?;
+    if !rows.is_empty() {
+        crate::plot::loss_curves(title, &refs, &dir.join("loss.png"), &dir.join("loss.svg"))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
