@@ -36,6 +36,7 @@ pub mod checkpoint;
 pub mod data;
 pub mod generate;
 pub mod model;
+pub mod nanogpt;
 pub mod nn;
 pub mod stages;
 pub mod train;

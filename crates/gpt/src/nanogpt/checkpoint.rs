@@ -1,0 +1,190 @@
+//! `ckpt.pt`'s contents in safetensors: `OUT_DIR/ckpt.safetensors` holds the
+//! model under nanoGPT's `state_dict` names (`model/transformer.wte.weight`,
+//! …; `lm_head.weight` is the same tensor as `transformer.wte.weight` and is
+//! not stored twice), AdamW's moments, and in the metadata `model_args`,
+//! `iter_num`, `best_val_loss` and `config` as train.py saves them, plus the
+//! vocabulary (sample.py finds it through `config['dataset']`; keeping it here
+//! lets a checkpoint sample after its data folder moved) and a SHA-256 over
+//! everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
+
+use super::train::{Run, TrainArgs};
+use crate::checkpoint::{
+    check_digest, model_and_moments, restore_model_and_moments, serialize_with_digest,
+};
+use crate::data::CharVocab;
+use crate::model::GptConfig;
+use crate::train::Trainer;
+use safetensors::SafeTensors;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The checkpoint's name in the out dir.
+pub const FILE: &str = "ckpt.safetensors";
+/// The `format` metadata value.
+pub const FORMAT: &str = "zero-to-hero/nanogpt-ckpt/1";
+
+/// A checkpoint read from disk (or about to be written).
+pub struct Checkpoint {
+    /// `model_args`.
+    pub model_args: GptConfig,
+    /// The iteration it was saved at.
+    pub iter_num: usize,
+    /// The val loss that made it the best.
+    pub best_val_loss: f32,
+    /// train.py's `config`: every flag of the run.
+    pub config: TrainArgs,
+    /// The characters of meta.pkl, in id order.
+    pub vocab: CharVocab,
+    /// The safetensors bytes, for [`Checkpoint::restore`].
+    bytes: Vec<u8>,
+}
+
+impl Checkpoint {
+    /// The checkpoint of a run at its current iteration.
+    pub fn of(run: &Run) -> CheckpointToSave<'_> {
+        CheckpointToSave(run)
+    }
+
+    /// Reads and checks `path`: its digest, format and metadata.
+    pub fn load(path: &Path) -> Result<Checkpoint, String> {
+        let bytes = std::fs::read(path).map_err(|e| {
+            format!(
+                "cannot read checkpoint {}: {e}; train first with `gpt train --out-dir {}`",
+                path.display(),
+                path.parent().unwrap_or(Path::new(".")).display()
+            )
+        })?;
+        Checkpoint::from_bytes(bytes).map_err(|e| format!("checkpoint {}: {e}", path.display()))
+    }
+
+    /// [`Checkpoint::load`] from bytes.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Checkpoint, String> {
+        let st = SafeTensors::deserialize(&bytes)
+            .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
+        let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| e.to_string())?;
+        let meta = header.metadata().clone().unwrap_or_default();
+        let field = |key: &str| {
+            meta.get(key)
+                .ok_or_else(|| format!("metadata has no `{key}`; not a checkpoint of `gpt train`"))
+        };
+        if field("format")? != FORMAT {
+            return Err(format!(
+                "format is {:?}, expected {FORMAT:?}",
+                field("format")?
+            ));
+        }
+        check_digest(&st, &meta)?;
+        let model_args: GptConfig = serde_json::from_str(field("model_args")?)
+            .map_err(|e| format!("bad model_args metadata: {e}"))?;
+        let config: TrainArgs = serde_json::from_str(field("config")?)
+            .map_err(|e| format!("bad config metadata: {e}"))?;
+        let number = |key: &str| -> Result<f64, String> {
+            field(key)?
+                .parse()
+                .map_err(|e| format!("bad {key} metadata: {e}"))
+        };
+        let iter_num = number("iter_num")? as usize;
+        let best_val_loss = number("best_val_loss")? as f32;
+        let vocab = CharVocab::from_chars(field("vocab")?.chars().collect());
+        if vocab.len() != model_args.vocab_size {
+            return Err(format!(
+                "its vocabulary has {} characters but model_args says vocab_size {}",
+                vocab.len(),
+                model_args.vocab_size
+            ));
+        }
+        if model_args.n_head == 0 || !model_args.n_embd.is_multiple_of(model_args.n_head) {
+            return Err(format!("model_args {model_args:?} is not a model"));
+        }
+        Ok(Checkpoint {
+            model_args,
+            iter_num,
+            best_val_loss,
+            config,
+            vocab,
+            bytes,
+        })
+    }
+
+    /// `--init-from resume`: the flags' model must be the checkpoint's (nanoGPT
+    /// would silently take the checkpoint's; here a difference is an error).
+    /// Dropout may change, as in nanoGPT.
+    pub fn check_model(&self, flags: &GptConfig, path: &Path) -> Result<(), String> {
+        let saved = self.model_args;
+        let keys = [
+            ("n_layer", saved.n_layer, flags.n_layer),
+            ("n_head", saved.n_head, flags.n_head),
+            ("n_embd", saved.n_embd, flags.n_embd),
+            ("block_size", saved.block_size, flags.block_size),
+            ("bias", saved.bias as usize, flags.bias as usize),
+            ("vocab_size", saved.vocab_size, flags.vocab_size),
+        ];
+        let differ: Vec<String> = keys
+            .iter()
+            .filter(|k| k.1 != k.2)
+            .map(|(k, s, f)| format!("{k} {s} (the flags say {f})"))
+            .collect();
+        if differ.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "--init-from resume: checkpoint {} holds another model: {}",
+                path.display(),
+                differ.join(", ")
+            ))
+        }
+    }
+
+    /// Copies the weights and AdamW's moments into `trainer` (built for
+    /// `model_args`) and sets its iteration.
+    pub fn restore(&self, trainer: &mut Trainer) -> Result<(), String> {
+        let st = SafeTensors::deserialize(&self.bytes).map_err(|e| e.to_string())?;
+        let (_, header) = SafeTensors::read_metadata(&self.bytes).map_err(|e| e.to_string())?;
+        let adamw_step: u64 = header
+            .metadata()
+            .as_ref()
+            .and_then(|m| m.get("adamw_step"))
+            .ok_or("metadata has no `adamw_step`")?
+            .parse()
+            .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
+        restore_model_and_moments(&st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
+        trainer.iter = self.iter_num;
+        Ok(())
+    }
+}
+
+/// A run's checkpoint, written by [`CheckpointToSave::save`].
+pub struct CheckpointToSave<'a>(&'a Run);
+
+impl CheckpointToSave<'_> {
+    /// The safetensors bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, String> {
+        let run = self.0;
+        let trainer = &run.trainer;
+        let tensors = model_and_moments(&trainer.params, &trainer.opt)?;
+        let metadata = HashMap::from([
+            ("format".to_string(), FORMAT.to_string()),
+            (
+                "model_args".to_string(),
+                to_json(&run.args.model_args(run.data.vocab.len()))?,
+            ),
+            ("iter_num".to_string(), trainer.iter.to_string()),
+            ("best_val_loss".to_string(), run.best_val_loss.to_string()),
+            ("config".to_string(), to_json(&run.args)?),
+            ("adamw_step".to_string(), trainer.opt.steps().to_string()),
+            ("vocab".to_string(), run.data.vocab.chars().iter().collect()),
+        ]);
+        serialize_with_digest(&tensors, metadata)
+    }
+
+    /// Writes the checkpoint atomically (temp file + rename).
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        let bytes = self.to_bytes()?;
+        report::write_atomic(path, &bytes)
+            .map_err(|e| format!("cannot write checkpoint {}: {e}", path.display()))
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| e.to_string())
+}

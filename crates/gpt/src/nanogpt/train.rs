@@ -1,0 +1,605 @@
+//! nanoGPT's `train.py` on a prepared folder: its configuration keys as flags,
+//! its loop in its order of random draws, its printed lines, and its
+//! checkpoint rule (after an evaluation, when the val loss improved or
+//! `always_save_checkpoint`), with the checkpoint in safetensors.
+//!
+//! The defaults are `config/train_shakespeare_char.py` with the README's CPU
+//! line on top (`--device=cpu --compile=False --eval_iters=20 --log_interval=1
+//! --block_size=64 --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128
+//! --max_iters=2000 --lr_decay_iters=2000 --dropout=0.0`), which nanoGPT's
+//! README says takes about three minutes and reaches a val loss of 1.88 on
+//! tiny Shakespeare.
+
+use super::checkpoint::{self, Checkpoint};
+use super::prepare;
+use crate::data::{Shakespeare, Split};
+use crate::model::GptConfig;
+use crate::nn::ForwardPass;
+use crate::stages::{Config, ModelConfig, Stage, TrainConfig};
+use crate::train::{naming_the_tensor, Trainer};
+use autograd::{clip_grad_norm, Graph};
+use clap::Args;
+use report::LossRow;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A Python boolean as nanoGPT's configurator reads it: `True` or `False`
+/// (and, for the shell's sake, `true`, `false`, `1`, `0`).
+pub fn python_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "True" | "true" | "1" => Ok(true),
+        "False" | "false" | "0" => Ok(false),
+        _ => Err(format!("expected True or False, got {s:?}")),
+    }
+}
+
+/// `train.py`'s configuration keys. Each flag is spelled both `--batch-size 12`
+/// and nanoGPT's `--batch_size=12`; booleans take `=True` and `=False`.
+#[derive(Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainArgs {
+    /// A folder with train.bin, val.bin and meta.pkl (`gpt prepare`, or nanoGPT's prepare.py).
+    #[arg(long, alias = "dataset")]
+    pub data: PathBuf,
+    /// Where ckpt.safetensors, report.json, loss.csv and the plots go.
+    #[arg(long = "out-dir", alias = "out_dir", default_value = "out")]
+    pub out_dir: PathBuf,
+    /// Evaluate (and maybe checkpoint) every N iterations.
+    #[arg(long = "eval-interval", alias = "eval_interval", default_value_t = 250)]
+    pub eval_interval: usize,
+    /// Print the loss every N iterations.
+    #[arg(long = "log-interval", alias = "log_interval", default_value_t = 1)]
+    pub log_interval: usize,
+    /// Batches per split in each evaluation.
+    #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 20)]
+    pub eval_iters: usize,
+    /// Evaluate once and stop.
+    #[arg(long = "eval-only", alias = "eval_only", default_value = "False", num_args = 0..=1,
+          default_missing_value = "True", value_parser = python_bool)]
+    pub eval_only: bool,
+    /// Save after every evaluation, not only when the val loss improved.
+    #[arg(long = "always-save-checkpoint", alias = "always_save_checkpoint", default_value = "False",
+          num_args = 0..=1, default_missing_value = "True", value_parser = python_bool)]
+    pub always_save_checkpoint: bool,
+    /// `scratch`, or `resume` from OUT_DIR/ckpt.safetensors.
+    #[arg(long = "init-from", alias = "init_from", default_value = "scratch")]
+    pub init_from: String,
+    /// Micro-batches per iteration, their gradients summed.
+    #[arg(
+        long = "gradient-accumulation-steps",
+        alias = "gradient_accumulation_steps",
+        default_value_t = 1
+    )]
+    pub gradient_accumulation_steps: usize,
+    /// Sequences per micro-batch.
+    #[arg(long = "batch-size", alias = "batch_size", default_value_t = 12)]
+    pub batch_size: usize,
+    /// Context length in characters.
+    #[arg(long = "block-size", alias = "block_size", default_value_t = 64)]
+    pub block_size: usize,
+    /// Transformer blocks.
+    #[arg(long = "n-layer", alias = "n_layer", default_value_t = 4)]
+    pub n_layer: usize,
+    /// Attention heads.
+    #[arg(long = "n-head", alias = "n_head", default_value_t = 4)]
+    pub n_head: usize,
+    /// Width of the residual stream.
+    #[arg(long = "n-embd", alias = "n_embd", default_value_t = 128)]
+    pub n_embd: usize,
+    /// Dropout probability while training.
+    #[arg(long, default_value_t = 0.0)]
+    pub dropout: f32,
+    /// Biases in the Linears and LayerNorms.
+    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
+          value_parser = python_bool)]
+    pub bias: bool,
+    /// Peak learning rate.
+    #[arg(
+        long = "learning-rate",
+        alias = "learning_rate",
+        default_value_t = 1e-3
+    )]
+    pub learning_rate: f32,
+    /// Train until this iteration (nanoGPT steps at 0..=max_iters).
+    #[arg(long = "max-iters", alias = "max_iters", default_value_t = 2000)]
+    pub max_iters: usize,
+    /// AdamW weight decay of the matrices (the other parameters get none).
+    #[arg(long = "weight-decay", alias = "weight_decay", default_value_t = 0.1)]
+    pub weight_decay: f32,
+    /// AdamW β₁.
+    #[arg(long, default_value_t = 0.9)]
+    pub beta1: f32,
+    /// AdamW β₂.
+    #[arg(long, default_value_t = 0.99)]
+    pub beta2: f32,
+    /// Clip the gradients' global norm to this; 0 turns clipping off.
+    #[arg(long = "grad-clip", alias = "grad_clip", default_value_t = 1.0)]
+    pub grad_clip: f32,
+    /// Warm up, then decay the learning rate on a cosine; False keeps it constant.
+    #[arg(long = "decay-lr", alias = "decay_lr", default_value = "True", num_args = 0..=1,
+          default_missing_value = "True", value_parser = python_bool)]
+    pub decay_lr: bool,
+    /// Linear warmup iterations.
+    #[arg(long = "warmup-iters", alias = "warmup_iters", default_value_t = 100)]
+    pub warmup_iters: usize,
+    /// The iteration at which the cosine reaches min_lr.
+    #[arg(
+        long = "lr-decay-iters",
+        alias = "lr_decay_iters",
+        default_value_t = 2000
+    )]
+    pub lr_decay_iters: usize,
+    /// The learning rate's floor.
+    #[arg(long = "min-lr", alias = "min_lr", default_value_t = 1e-4)]
+    pub min_lr: f32,
+    /// Only `cpu`: accepted so that nanoGPT's CPU line can be pasted as it is.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Accepted for nanoGPT's CPU line; there is nothing to compile here.
+    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
+          value_parser = python_bool)]
+    pub compile: bool,
+    /// `torch.manual_seed`; nanoGPT hard-codes 1337 (+ the DDP rank).
+    #[arg(long, default_value_t = 1337)]
+    pub seed: u64,
+}
+
+impl TrainArgs {
+    /// The flags' errors, before any file is read: each names its flag.
+    pub fn check(&self) -> Result<(), String> {
+        let positive = [
+            ("--eval-interval", self.eval_interval),
+            ("--log-interval", self.log_interval),
+            ("--eval-iters", self.eval_iters),
+            (
+                "--gradient-accumulation-steps",
+                self.gradient_accumulation_steps,
+            ),
+            ("--batch-size", self.batch_size),
+            ("--block-size", self.block_size),
+            ("--n-layer", self.n_layer),
+            ("--n-head", self.n_head),
+            ("--n-embd", self.n_embd),
+        ];
+        for (flag, v) in positive {
+            if v == 0 {
+                return Err(format!("{flag} must be at least 1"));
+            }
+        }
+        if !self.n_embd.is_multiple_of(self.n_head) {
+            return Err(format!(
+                "--n-embd {} is not a multiple of --n-head {}",
+                self.n_embd, self.n_head
+            ));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(format!("--dropout must be in [0, 1), got {}", self.dropout));
+        }
+        for (flag, v) in [
+            ("--learning-rate", self.learning_rate),
+            ("--min-lr", self.min_lr),
+            ("--weight-decay", self.weight_decay),
+            ("--grad-clip", self.grad_clip),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
+            }
+        }
+        for (flag, v) in [("--beta1", self.beta1), ("--beta2", self.beta2)] {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!("{flag} must be in [0, 1), got {v}"));
+            }
+        }
+        if self.device != "cpu" {
+            return Err(format!(
+                "--device {}: this implementation runs on the CPU only; use --device cpu",
+                self.device
+            ));
+        }
+        match self.init_from.as_str() {
+            "scratch" | "resume" => {}
+            s if s.starts_with("gpt2") => {
+                return Err(format!(
+                    "--init-from {s}: GPT-2 is fine-tuned by `gpt2 finetune --model DIR`"
+                ))
+            }
+            s => return Err(format!("--init-from must be scratch or resume, got {s:?}")),
+        }
+        if self.decay_lr
+            && self.warmup_iters == self.lr_decay_iters
+            && self.max_iters >= self.warmup_iters
+        {
+            return Err(format!(
+                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
+                self.warmup_iters
+            ));
+        }
+        Ok(())
+    }
+
+    /// `model_args`: the model these flags build on a vocabulary of `vocab_size`.
+    pub fn model_args(&self, vocab_size: usize) -> GptConfig {
+        GptConfig {
+            block_size: self.block_size,
+            vocab_size,
+            n_layer: self.n_layer,
+            n_head: self.n_head,
+            n_embd: self.n_embd,
+            dropout: self.dropout,
+            bias: self.bias,
+        }
+    }
+
+    /// The lecture's `Config` for these flags: nanoGPT's model, AdamW with its
+    /// two groups, and its loop.
+    pub fn config(&self, model: GptConfig) -> Config {
+        Config {
+            stage: Stage::Cpu, // nanoGPT's recipe, with these flags' numbers
+            model: ModelConfig::Gpt(model),
+            train: TrainConfig {
+                batch_size: self.batch_size,
+                max_iters: self.max_iters,
+                eval_interval: self.eval_interval,
+                eval_iters: self.eval_iters,
+                eval_last: false,
+                nanogpt_loop: true,
+                learning_rate: self.learning_rate,
+                warmup_iters: self.warmup_iters,
+                lr_decay_iters: self.lr_decay_iters,
+                min_lr: self.min_lr,
+                betas: (self.beta1, self.beta2),
+                weight_decay: self.weight_decay,
+                decay_matrices_only: true,
+                grad_clip: self.grad_clip,
+                seed: self.seed,
+            },
+        }
+    }
+
+    // ANCHOR: get_lr
+    /// `get_lr(it)`: linear warmup, cosine decay to `min_lr` at
+    /// `lr_decay_iters`, then `min_lr`; the constant rate when `decay_lr` is off.
+    pub fn get_lr(&self, it: usize) -> f32 {
+        if !self.decay_lr {
+            return self.learning_rate;
+        }
+        autograd::nanogpt_warmup_cosine(
+            it,
+            self.learning_rate,
+            self.warmup_iters,
+            self.lr_decay_iters,
+            self.min_lr,
+        )
+    }
+    // ANCHOR_END: get_lr
+}
+
+/// `model.get_num_params()`: the parameters without the position embeddings
+/// (the token embeddings count, as they are the LM head's weights too).
+pub fn num_params(trainer: &Trainer, model: &GptConfig) -> usize {
+    trainer.params.count() - model.block_size * model.n_embd
+}
+
+/// `estimate_mfu`: the iteration's FLOPs (6N + 12·L·H·Q·T per token) per
+/// second, as a fraction of an A100's bf16 peak, 312 TFLOPS, as nanoGPT
+/// reports it. On a CPU it is tiny; it is printed for nanoGPT's line.
+pub fn estimate_mfu(n_params: usize, model: &GptConfig, fwdbwd_per_iter: usize, dt: f64) -> f64 {
+    let (l, h, t) = (model.n_layer, model.n_head, model.block_size);
+    let q = model.n_embd / h;
+    let flops_per_token = 6.0 * n_params as f64 + 12.0 * (l * h * q * t) as f64;
+    let flops_per_iter = flops_per_token * t as f64 * fwdbwd_per_iter as f64;
+    flops_per_iter / dt / 312e12
+}
+
+/// What a run of [`train`] leaves: every logged loss and every evaluation.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    /// `(iter, loss)` of each logged iteration, the loss at full precision.
+    pub losses: Vec<(usize, f32)>,
+    /// `(iter, train, val)` of each evaluation.
+    pub evals: Vec<(usize, f32, f32)>,
+    /// Milliseconds of each iteration (`dt`), evaluations included as in nanoGPT's.
+    pub step_ms: Vec<f64>,
+}
+
+/// A run in progress: the trainer, the data, where it stands.
+pub struct Run {
+    /// The flags.
+    pub args: TrainArgs,
+    /// Model, AdamW, generator.
+    pub trainer: Trainer,
+    /// The prepared folder.
+    pub data: Shakespeare,
+    /// The lowest val loss so far (1e9 before any evaluation).
+    pub best_val_loss: f32,
+    /// Losses and evaluations so far.
+    pub history: History,
+}
+
+impl Run {
+    /// `train.py` up to the loop: the data, `torch.manual_seed`, the model from
+    /// scratch or from OUT_DIR's checkpoint, and AdamW. Prints nanoGPT's lines.
+    pub fn start(args: TrainArgs) -> Result<Run, String> {
+        args.check()?;
+        let data = prepare::read_folder(&args.data)?;
+        for (split, ids, file) in [
+            (Split::Train, &data.train, prepare::TRAIN_BIN),
+            (Split::Val, &data.val, prepare::VAL_BIN),
+        ] {
+            if ids.len() <= args.block_size {
+                return Err(format!(
+                    "{} holds {} tokens; a {split:?} batch needs --block-size + 1 = {}",
+                    args.data.join(file).display(),
+                    ids.len(),
+                    args.block_size + 1
+                ));
+            }
+        }
+        let tokens = args.gradient_accumulation_steps * args.batch_size * args.block_size;
+        println!("tokens per iteration will be: {}", thousands(tokens));
+        println!(
+            "found vocab_size = {} (inside {})",
+            data.vocab.len(),
+            args.data.join(prepare::META_PKL).display()
+        );
+        let model = args.model_args(data.vocab.len());
+        let ckpt_path = args.out_dir.join(checkpoint::FILE);
+        let resumed = if args.init_from == "resume" {
+            println!("Resuming training from {}", args.out_dir.display());
+            let ckpt = Checkpoint::load(&ckpt_path)?;
+            ckpt.check_model(&model, &ckpt_path)?;
+            if ckpt.vocab != data.vocab {
+                return Err(format!(
+                    "checkpoint {} was trained on another vocabulary than {}",
+                    ckpt_path.display(),
+                    args.data.join(prepare::META_PKL).display()
+                ));
+            }
+            Some(ckpt)
+        } else {
+            println!("Initializing a new model from scratch");
+            None
+        };
+        let mut trainer = Trainer::new(args.config(model)); // torch.manual_seed(1337), GPT(gptconf)
+        println!(
+            "number of parameters: {:.2}M",
+            num_params(&trainer, &model) as f64 / 1e6
+        );
+        let mut best_val_loss = 1e9;
+        if let Some(ckpt) = resumed {
+            ckpt.restore(&mut trainer)
+                .map_err(|e| format!("checkpoint {}: {e}", ckpt_path.display()))?;
+            best_val_loss = ckpt.best_val_loss;
+        }
+        print_groups(&trainer);
+        Ok(Run {
+            args,
+            trainer,
+            data,
+            best_val_loss,
+            history: History::default(),
+        })
+    }
+
+    // ANCHOR: micro_steps
+    /// One iteration: `gradient_accumulation_steps` forward passes, each loss
+    /// divided by their number, the next batch fetched after each forward and
+    /// before its backward (as train.py prefetches), the gradients summed;
+    /// then clipping and AdamW at `lr`. Returns the last micro-step's loss,
+    /// scaled back up as train.py logs it.
+    pub fn step(&mut self, batch: &mut (Vec<usize>, Vec<usize>), lr: f32) -> f32 {
+        let accum = self.args.gradient_accumulation_steps;
+        let (b, t) = (self.args.batch_size, self.args.block_size);
+        let trainer = &mut self.trainer;
+        trainer.params.zero_grad();
+        let mut last = 0.0;
+        for _ in 0..accum {
+            let graph = Graph::new();
+            let pass = if self.args.dropout > 0.0 {
+                ForwardPass::train(&graph, &trainer.params, &trainer.rng)
+            } else {
+                ForwardPass::eval(&graph, &trainer.params)
+            };
+            let loss = trainer.model.loss(&pass, &batch.0, &batch.1, b, t); // scalar
+            let loss = if accum > 1 {
+                loss.div_scalar(accum as f32)
+            } else {
+                loss
+            };
+            *batch = trainer.get_batch(&self.data, Split::Train); // the next (X, Y)
+            loss.backward_into(&mut trainer.params);
+            last = loss.item();
+        }
+        if self.args.grad_clip > 0.0 {
+            clip_grad_norm(&mut trainer.params, self.args.grad_clip);
+        }
+        trainer.opt.config.lr = lr;
+        trainer.opt.step(&mut trainer.params);
+        trainer.iter += 1;
+        last * accum as f32
+    }
+    // ANCHOR_END: micro_steps
+}
+
+/// `configure_optimizers`' two lines about its groups.
+fn print_groups(trainer: &Trainer) {
+    let (mut decay, mut nodecay) = ((0, 0), (0, 0));
+    for (_, p) in trainer.params.iter() {
+        let group = if p.value.shape().len() >= 2 {
+            &mut decay
+        } else {
+            &mut nodecay
+        };
+        group.0 += 1;
+        group.1 += p.value.len();
+    }
+    println!(
+        "num decayed parameter tensors: {}, with {} parameters",
+        decay.0,
+        thousands(decay.1)
+    );
+    println!(
+        "num non-decayed parameter tensors: {}, with {} parameters",
+        nodecay.0,
+        thousands(nodecay.1)
+    );
+}
+
+/// `f"{n:,}"`.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+// ANCHOR: train_loop
+/// train.py's loop from the run's iteration: set the learning rate; every
+/// `eval_interval` iterations estimate both losses, print them and save the
+/// checkpoint if the val loss improved (or always, with
+/// `always_save_checkpoint`), never at iteration 0; then step; log every
+/// `log_interval`; stop after iteration `max_iters`, so a run from scratch
+/// takes `max_iters + 1` steps, as nanoGPT's does. `on_eval` runs after each
+/// evaluation (the report and the runs page).
+pub fn train(
+    run: &mut Run,
+    mut on_eval: impl FnMut(&Run) -> Result<(), String>,
+) -> Result<(), String> {
+    let args = run.args.clone();
+    let model = args.model_args(run.data.vocab.len());
+    let n_params = num_params(&run.trainer, &model);
+    let mut batch = run.trainer.get_batch(&run.data, Split::Train); // the very first batch
+    let mut t0 = Instant::now();
+    let mut local_iter = 0;
+    let mut running_mfu = -1.0;
+    loop {
+        let iter = run.trainer.iter;
+        let lr = args.get_lr(iter);
+        if iter.is_multiple_of(args.eval_interval) {
+            let e = run.trainer.estimate_loss(&run.data);
+            println!(
+                "step {iter}: train loss {:.4}, val loss {:.4}",
+                e.train, e.val
+            );
+            if !(e.train.is_finite() && e.val.is_finite()) {
+                return Err(naming_the_tensor(format!(
+                    "iteration {iter}: the estimated loss is not finite (train {}, val {}); stopping",
+                    e.train, e.val
+                )));
+            }
+            run.history.evals.push((iter, e.train, e.val));
+            if e.val < run.best_val_loss || args.always_save_checkpoint {
+                run.best_val_loss = e.val;
+                if iter > 0 {
+                    println!("saving checkpoint to {}", args.out_dir.display());
+                    Checkpoint::of(run).save(&args.out_dir.join(checkpoint::FILE))?;
+                }
+            }
+            on_eval(run)?;
+        }
+        if iter == 0 && args.eval_only {
+            break;
+        }
+        let lossf = run.step(&mut batch, lr);
+        let dt = t0.elapsed().as_secs_f64();
+        t0 = Instant::now();
+        if !lossf.is_finite() {
+            return Err(naming_the_tensor(format!(
+                "iteration {iter}: the loss is {lossf}; stopping"
+            )));
+        }
+        run.history.step_ms.push(dt * 1000.0);
+        if iter.is_multiple_of(args.log_interval) {
+            if local_iter >= 5 {
+                let fwdbwd = args.batch_size * args.gradient_accumulation_steps;
+                let mfu = estimate_mfu(n_params, &model, fwdbwd, dt);
+                running_mfu = if running_mfu == -1.0 {
+                    mfu
+                } else {
+                    0.9 * running_mfu + 0.1 * mfu
+                };
+            }
+            println!(
+                "iter {iter}: loss {lossf:.4}, time {:.2}ms, mfu {:.2}%",
+                dt * 1000.0,
+                running_mfu * 100.0
+            );
+            run.history.losses.push((iter, lossf));
+        }
+        local_iter += 1;
+        if run.trainer.iter > args.max_iters {
+            break;
+        }
+    }
+    Ok(())
+}
+// ANCHOR_END: train_loop
+
+/// The loss rows of `loss.csv`: every logged iteration, with the val loss
+/// where an evaluation ran at it.
+pub fn loss_rows(history: &History, args: &TrainArgs) -> Vec<LossRow> {
+    let mut rows: Vec<LossRow> = history
+        .losses
+        .iter()
+        .map(|&(step, loss)| LossRow {
+            step,
+            stage: "train".into(),
+            train: loss as f64,
+            val: history
+                .evals
+                .iter()
+                .find(|e| e.0 == step)
+                .map(|e| e.2 as f64),
+            lr: Some(args.get_lr(step) as f64),
+        })
+        .collect();
+    // An evaluation at an iteration that was not logged (or not run, at the end).
+    for &(step, train, val) in &history.evals {
+        if !rows.iter().any(|r| r.step == step) {
+            rows.push(LossRow {
+                step,
+                stage: "train".into(),
+                train: train as f64,
+                val: Some(val as f64),
+                lr: Some(args.get_lr(step) as f64),
+            });
+        }
+    }
+    rows.sort_by_key(|r| r.step);
+    rows
+}
+
+/// Checks that `dir` can be created and written before any training.
+pub fn check_out_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create --out-dir {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("cannot write into --out-dir {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_like_python() {
+        assert_eq!(thousands(768), "768");
+        assert_eq!(thousands(802_816), "802,816");
+        assert_eq!(thousands(1_003_854), "1,003,854");
+    }
+
+    #[test]
+    fn python_booleans() {
+        assert_eq!(python_bool("True"), Ok(true));
+        assert_eq!(python_bool("False"), Ok(false));
+        assert!(python_bool("yes").is_err());
+    }
+}
