@@ -39,6 +39,10 @@ pub enum Protection {
     /// No checksum, but everything outside the data bytes is checked:
     /// an accepted flip of a byte for which this returns true is unprotected data.
     Data(Box<dyn Fn(usize) -> bool>),
+    /// A headerless array of items of this many bytes (nanoGPT's `.bin`):
+    /// every byte is data and the file's length is the array's, so a flip
+    /// and a cut at an item boundary are unprotected data.
+    Headerless(usize),
     /// A text format: an accepted file must be well formed, its bytes what
     /// [`Loaded::Canonical`] returns.
     WellFormed,
@@ -274,6 +278,12 @@ fn outcome(loader: &Loader, case: &Case, dir: &Path, original: Option<&[u8]>) ->
                 },
                 _,
             ) if is_data(*at) => Outcome::UnprotectedData,
+            (Protection::Headerless(item), Damage::Bytes { bytes, flipped }, _)
+                if flipped.is_some()
+                    || (loader.valid.starts_with(bytes) && bytes.len().is_multiple_of(*item)) =>
+            {
+                Outcome::UnprotectedData
+            }
             (Protection::WellFormed, Damage::Bytes { bytes, .. }, Loaded::Canonical(canon))
                 if canon == *bytes || numbers_aside(&canon) == numbers_aside(bytes) =>
             {

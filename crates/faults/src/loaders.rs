@@ -1,7 +1,8 @@
 //! The loaders the corpus damages, each with a valid file: the datasets, the
 //! GPT checkpoints of lectures 7 and 9, OpenAI's weights in safetensors,
 //! llm.c's model and tokenizer files, token shards, the tokenizer files of
-//! lecture 8, and the run reports. Not here: HellaSwag's `.jsonl` (a free
+//! lecture 8, the run reports, makemore's files, and nanoGPT's prepared
+//! folder (`meta.pkl`, headerless `.bin`). Not here: HellaSwag's `.jsonl` (a free
 //! text format, with its own tests in `gpt2`), Hugging Face's `config.json`
 //! (only ever beside the weights, undamaged) and `cl100k_base.tiktoken`
 //! (the same parser as `r50k_base`).
@@ -31,6 +32,8 @@ pub fn all(data: Option<&Path>) -> Result<Vec<Loader>, String> {
         loss_csv()?,
         makemore_file(MakemoreFile::Best)?,
         makemore_file(MakemoreFile::Last)?,
+        nanogpt_meta()?,
+        nanogpt_bin()?,
     ];
     if let Some(dir) = data {
         loaders.push(dataset(dir)?);
@@ -546,5 +549,56 @@ fn makemore_file(which: MakemoreFile) -> Result<Loader, String> {
             }
             .map(|()| Loaded::Value)
         }),
+    })
+}
+
+/// A prepared folder of nanoGPT's char level, as `gpt prepare` writes it.
+fn nanogpt_folder() -> (Vec<u8>, Vec<u8>) {
+    let text = "Über die Brücke, über das Feld 🙂\nΚαλημέρα, мир!\n".repeat(4);
+    let data = gpt::nanogpt::prepare::prepare(&text, "text").expect("a text");
+    (
+        gpt::nanogpt::prepare::meta_pickle(&data.vocab),
+        gpt::nanogpt::prepare::uint16_bytes(&data.val),
+    )
+}
+
+/// What a prepared folder loads to: the vocabulary (meta.pkl as our writer
+/// writes it) and the val ids.
+fn nanogpt_loaded(path: &Path) -> Result<Loaded, String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let vocab = gpt::nanogpt::prepare::read_meta_file(&dir.join("meta.pkl"))?;
+    let val = gpt::nanogpt::prepare::read_bin(&dir.join("val.bin"), vocab.len())?;
+    let mut canonical = gpt::nanogpt::prepare::meta_pickle(&vocab);
+    canonical.extend(gpt::nanogpt::prepare::uint16_bytes(&val));
+    Ok(Loaded::Canonical(canonical))
+}
+
+fn nanogpt_meta() -> Result<Loader, String> {
+    let (meta, val) = nanogpt_folder();
+    Ok(Loader {
+        name: "nanoGPT meta.pkl (beside val.bin)",
+        file_name: "meta.pkl".into(),
+        valid: meta,
+        companions: vec![("val.bin".into(), val)],
+        // A pickle has no checksum; nothing in it is free data either: itos and
+        // stoi hold each character twice, so a damaged one is refused.
+        protection: Protection::Data(Box::new(|_| false)),
+        load: Box::new(nanogpt_loaded),
+        special: vec![],
+    })
+}
+
+fn nanogpt_bin() -> Result<Loader, String> {
+    let (meta, val) = nanogpt_folder();
+    Ok(Loader {
+        name: "nanoGPT val.bin (headerless uint16, beside meta.pkl)",
+        file_name: "val.bin".into(),
+        valid: val,
+        companions: vec![("meta.pkl".into(), meta)],
+        // Every byte is data, and there is no length to check a cut against:
+        // an id changed to another in the vocabulary, or fewer ids, load.
+        protection: Protection::Headerless(2),
+        load: Box::new(nanogpt_loaded),
+        special: vec![],
     })
 }

@@ -37,10 +37,13 @@ enum Command {
     Lecture(LectureArgs),
     /// Generate text: from a lecture checkpoint (--checkpoint), or as
     /// nanoGPT's sample.py from an out dir of `gpt train` (--out-dir).
+    #[command(args_override_self = true)]
     Sample(SampleArgs),
     /// nanoGPT's char-level prepare.py: train.bin, val.bin and meta.pkl from any text.
     Prepare(PrepareArgs),
     /// nanoGPT's train.py on a prepared folder (defaults: its README's CPU line).
+    /// As in nanoGPT's configurator, a later flag overrides an earlier one.
+    #[command(args_override_self = true)]
     Train(gpt::nanogpt::train::TrainArgs),
 }
 

@@ -14,6 +14,16 @@ const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
 pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
     args.check()?;
     train::check_out_dir(&args.out_dir)?;
+    let ckpt = args.out_dir.join(gpt::nanogpt::checkpoint::FILE);
+    if args.init_from == "scratch" && ckpt.exists() {
+        // nanoGPT would overwrite it at the first evaluation that improves.
+        return Err(format!(
+            "--out-dir {} already holds a checkpoint ({}); continue it with --init-from resume, \
+             or give another --out-dir",
+            args.out_dir.display(),
+            ckpt.display()
+        ));
+    }
     if args.compile {
         println!("--compile=True: there is nothing to compile here; ignored");
     }

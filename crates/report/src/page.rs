@@ -211,8 +211,8 @@ pub fn render(folders: &[RunFolder]) -> String {
     if !tools.is_empty() {
         html.push_str(
             "<section id=\"tools\" class=\"lecture\">\n<h2>Tool runs</h2>\n\
-             <p class=\"meta\">Runs of the tools on a learner's own data (<code>makemore</code>), \
-             each mirrored here from its work dir.</p>\n",
+             <p class=\"meta\">Runs of the tools on a learner's own data (<code>makemore</code>, \
+             <code>gpt train</code>, <code>gpt2 finetune</code>), each mirrored here from its work dir.</p>\n",
         );
         for folder in tools {
             html.push_str(&run_article(folder, false));

@@ -133,6 +133,9 @@ pub fn uint16_bytes(ids: &[usize]) -> Vec<u8> {
 
 /// Ids from a headerless uint16 file, each checked against the vocabulary.
 pub fn read_uint16(bytes: &[u8], vocab_size: usize, name: &str) -> Result<Vec<usize>, String> {
+    if bytes.is_empty() {
+        return Err(format!("{name} is empty: it holds no tokens"));
+    }
     if !bytes.len().is_multiple_of(2) {
         return Err(format!(
             "{name} has {} bytes, an odd number: not a file of uint16 ids",
@@ -172,23 +175,32 @@ pub fn write_folder(dir: &Path, data: &Shakespeare) -> Result<(), String> {
     Ok(())
 }
 
+/// A file of the folder, or an error naming it and saying what the folder holds.
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read {}: {e}; a char-level data folder holds train.bin, val.bin and \
+             meta.pkl (`gpt prepare --input FILE --out-dir DIR`)",
+            path.display()
+        )
+    })
+}
+
+/// [`read_meta`] of a file.
+pub fn read_meta_file(path: &Path) -> Result<CharVocab, String> {
+    read_meta(&read_file(path)?, &path.display().to_string())
+}
+
+/// [`read_uint16`] of a file.
+pub fn read_bin(path: &Path, vocab_size: usize) -> Result<Vec<usize>, String> {
+    read_uint16(&read_file(path)?, vocab_size, &path.display().to_string())
+}
+
 /// A folder that `prepare.py` or [`write_folder`] wrote, read back.
 pub fn read_folder(dir: &Path) -> Result<Shakespeare, String> {
-    let read = |file: &str| {
-        let path = dir.join(file);
-        std::fs::read(&path).map_err(|e| {
-            format!(
-                "cannot read {}: {e}; a char-level data folder holds train.bin, val.bin \
-                 and meta.pkl (`gpt prepare --input FILE --out-dir {}`)",
-                path.display(),
-                dir.display()
-            )
-        })
-    };
-    let name = |file: &str| dir.join(file).display().to_string();
-    let vocab = read_meta(&read(META_PKL)?, &name(META_PKL))?;
-    let train = read_uint16(&read(TRAIN_BIN)?, vocab.len(), &name(TRAIN_BIN))?;
-    let val = read_uint16(&read(VAL_BIN)?, vocab.len(), &name(VAL_BIN))?;
+    let vocab = read_meta_file(&dir.join(META_PKL))?;
+    let train = read_bin(&dir.join(TRAIN_BIN), vocab.len())?;
+    let val = read_bin(&dir.join(VAL_BIN), vocab.len())?;
     Ok(Shakespeare { vocab, train, val })
 }
 
