@@ -2,9 +2,8 @@
 //! record: `report.json`, `loss.csv` and the loss plot in the out dir after
 //! every evaluation and at the end, mirrored onto the runs page.
 
-use gpt::nanogpt::train::{self, History, Run, TrainArgs};
-use report::tool_run;
-use std::path::Path;
+use gpt::nanogpt::train::{self, Run, TrainArgs};
+use report::tool_run::{self, ToolReport};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -41,15 +40,11 @@ pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
 /// `report.json`, `loss.csv` and the plots into the out dir, then the runs page.
 fn write_record(run: &Run, first_iter: usize, started: Instant, done: bool) -> Result<(), String> {
     let dir = &run.args.out_dir;
-    let History { evals, step_ms, .. } = &run.history;
-    tool_run::write_loss_files(
-        dir,
-        "nanoGPT train",
-        &train::loss_rows(&run.history, &run.args),
-    )?;
+    let rows = train::loss_rows(&run.history, &run.args);
+    tool_run::write_loss_files(dir, "nanoGPT train", &rows)?;
     let mut final_losses = std::collections::BTreeMap::new();
     let mut targets = Vec::new();
-    if let Some(&(iter, train, val)) = evals.last() {
+    if let Some(&(iter, train, val)) = run.history.evals.last() {
         final_losses.insert("train".to_string(), train as f64);
         final_losses.insert("val".to_string(), val as f64);
         targets.push(report::Target::info(
@@ -67,40 +62,29 @@ fn write_record(run: &Run, first_iter: usize, started: Instant, done: bool) -> R
             run.best_val_loss as f64,
         ));
     }
-    let ms = (!step_ms.is_empty()).then(|| step_ms.iter().sum::<f64>() / step_ms.len() as f64);
-    let wall = started.elapsed().as_secs_f64();
-    let report = report::RunReport {
-        schema_version: report::SCHEMA_VERSION,
-        lecture: 0,
-        tool: Some("nanogpt".into()),
+    let step_ms = &run.history.step_ms;
+    ToolReport {
+        tool: "nanogpt".into(),
         crate_name: "gpt".into(),
-        mode: "full".into(),
         seed: run.args.seed,
         config: serde_json::to_value(&run.args).map_err(|e| e.to_string())?,
-        wall_seconds: wall,
-        finished_at: done.then(report::utc_now),
-        stages: vec![report::StageReport {
-            name: "train".into(),
-            steps: run.trainer.iter,
-            wall_seconds: wall,
-            ms_per_step: ms,
-            final_losses,
-            source: Some(format!(
-                "nanoGPT's train.py (karpathy/nanoGPT 3adf61e) on {}, iterations {first_iter} to {}",
-                run.args.data.display(),
-                run.trainer.iter
-            )),
-            targets,
-        }],
-    };
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-    let path = dir.join("report.json");
-    report::write_atomic(&path, json.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        stage: "train".into(),
+        steps: run.trainer.iter,
+        ms_per_step: (!step_ms.is_empty())
+            .then(|| step_ms.iter().sum::<f64>() / step_ms.len() as f64),
+        final_losses,
+        source: format!(
+            "nanoGPT's train.py (karpathy/nanoGPT 3adf61e) on {}, iterations {first_iter} to {}",
+            run.args.data.display(),
+            run.trainer.iter
+        ),
+        targets,
+    }
+    .write(dir, started.elapsed().as_secs_f64(), done)?;
     tool_run::mirror_to_runs_page(
         tool_run::runs_folder(&data::workspace_root()),
         "nanogpt",
-        Path::new(dir),
+        dir,
         &RECORD,
     );
     Ok(())

@@ -80,3 +80,58 @@ pub fn write_loss_files(dir: &Path, title: &str, rows: &[LossRow]) -> Result<(),
     }
     Ok(())
 }
+
+/// What a tool run's `report.json` says: one stage, its last losses, its
+/// informational targets.
+pub struct ToolReport {
+    /// The tool's name on the runs page (`nanogpt`, `gpt2-finetune`).
+    pub tool: String,
+    /// The crate that ran it.
+    pub crate_name: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// Every flag of the run.
+    pub config: serde_json::Value,
+    /// The stage's name.
+    pub stage: String,
+    /// Steps taken so far.
+    pub steps: usize,
+    /// Mean milliseconds per step.
+    pub ms_per_step: Option<f64>,
+    /// The last evaluation's losses by split.
+    pub final_losses: std::collections::BTreeMap<String, f64>,
+    /// What the run reproduces, and on what.
+    pub source: String,
+    /// Figures for the page.
+    pub targets: Vec<crate::Target>,
+}
+
+impl ToolReport {
+    /// Writes `report.json` into `dir` atomically; `done` stamps the finish time.
+    pub fn write(self, dir: &Path, wall_seconds: f64, done: bool) -> Result<(), String> {
+        let report = crate::RunReport {
+            schema_version: crate::SCHEMA_VERSION,
+            lecture: 0,
+            tool: Some(self.tool),
+            crate_name: self.crate_name,
+            mode: "full".into(),
+            seed: self.seed,
+            config: self.config,
+            wall_seconds,
+            finished_at: done.then(crate::utc_now),
+            stages: vec![crate::StageReport {
+                name: self.stage,
+                steps: self.steps,
+                wall_seconds,
+                ms_per_step: self.ms_per_step,
+                final_losses: self.final_losses,
+                source: Some(self.source),
+                targets: self.targets,
+            }],
+        };
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        let path = dir.join("report.json");
+        crate::write_atomic(&path, json.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+}
