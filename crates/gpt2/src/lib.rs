@@ -28,12 +28,18 @@
 //!   for 20 steps of the `cpu` model, the all-reduce gives the mean on every
 //!   rank, and a rank that dies or hangs ends the run (`tests/ddp.rs`);
 //! - token shards byte for byte build-nanogpt's and llm.c's ([`shards`]);
+//! - `gpt2 finetune` ([`finetune`]): nanoGPT's train.py with `init_from` a
+//!   GPT-2 folder: a random GPT-2 saved by `transformers` fine-tuned for 10
+//!   iterations gives PyTorch's losses (nanoGPT's loop on `GPT2LMHeadModel`,
+//!   `tests/fixtures/finetune.py`) within 1e-4, and the saved model its
+//!   logits within 1e-4;
 //! - the sampling demo (af6e591: "Hello, I'm a language model,", 5 × 30
 //!   tokens, top-k 50, `torch.manual_seed(42)`) gives PyTorch's tokens.
 #![deny(missing_docs)]
 
 pub mod checkpoint;
 pub mod ddp;
+pub mod finetune;
 pub mod hellaswag;
 pub mod hf;
 pub mod kv_cache;

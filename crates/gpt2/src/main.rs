@@ -121,6 +121,9 @@ enum Command {
         #[command(flatten)]
         cpu: train_cpu::CpuArgs,
     },
+    /// nanoGPT's train.py with init_from a GPT-2 folder: fine-tune it on
+    /// nanoGPT's train.bin/val.bin (config/finetune_shakespeare.py, scaled to a CPU).
+    Finetune(gpt2::finetune::FinetuneArgs),
     /// Print the logits of a token sequence as JSON, one row per position.
     Logits {
         /// Folder with config.json and model.safetensors.
@@ -147,7 +150,9 @@ enum Command {
         /// Tokens per shard (fineweb.py: 100,000,000).
         #[arg(long, default_value_t = 100_000_000)]
         shard_tokens: usize,
-        /// build-nanogpt's .npy or llm.c's .bin.
+        /// build-nanogpt's .npy shards, llm.c's .bin shards, or nanoGPT's
+        /// headerless train.bin and val.bin (a 90/10 split of one text, as
+        /// its data/shakespeare/prepare.py writes them).
         #[arg(long, value_enum, default_value = "npy")]
         format: gpt2::shards::ShardFormat,
         /// The shards' names start with this (fineweb.py: edufineweb).
@@ -159,6 +164,7 @@ enum Command {
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Lecture(args) => return run_lecture::lecture(args),
+        Command::Finetune(args) => gpt2::finetune::run(args)?,
         Command::Sample {
             model,
             prompt,
@@ -313,7 +319,12 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let written =
                 gpt2::shards::prepare(&input, &kind, &out, &prefix, shard_tokens, format)?;
             for path in written {
-                let tokens = gpt2::shards::TokenShard::open(&path)?.len();
+                let tokens = match format {
+                    gpt2::shards::ShardFormat::Nanogpt => {
+                        gpt2::shards::TokenShard::open_as(&path, format)?.len()
+                    }
+                    _ => gpt2::shards::TokenShard::open(&path)?.len(),
+                };
                 println!("{}: {tokens} tokens", path.display());
             }
         }

@@ -97,6 +97,9 @@ pub struct Mlp {
     pub c_fc: Linear,
     /// `nn.Linear(4C, C)`, a residual projection (`NANOGPT_SCALE_INIT`).
     pub c_proj: Linear,
+    /// nanoGPT's dropout after the projection (0 in build-nanogpt; `gpt2
+    /// finetune --dropout`).
+    pub dropout: f32,
 }
 
 impl Mlp {
@@ -106,6 +109,7 @@ impl Mlp {
         Mlp {
             c_fc: Linear::new(init, &format!("{name}.c_fc"), c, 4 * c, true),
             c_proj: Linear::new(init, &format!("{name}.c_proj"), 4 * c, c, true),
+            dropout: 0.0,
         }
     }
 
@@ -114,7 +118,7 @@ impl Mlp {
     pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let x = self.c_fc.forward(pass, x); // (B, T, 4C)
         let x = x.gelu_tanh(); // (B, T, 4C)
-        self.c_proj.forward(pass, x) // (B, T, C)
+        pass.dropout(self.c_proj.forward(pass, x), self.dropout) // (B, T, C)
     }
     // ANCHOR_END: mlp
 }
@@ -181,9 +185,31 @@ pub struct Gpt {
     pub ln_f: LayerNorm,
     /// `lm_head`, no bias; its weight is `wte`'s when tied.
     pub lm_head: Linear,
+    /// nanoGPT's dropout on the embeddings, the attention and the residual
+    /// branches ([`Gpt::set_dropout`]); 0 everywhere in build-nanogpt.
+    pub dropout: f32,
 }
 
 impl Gpt {
+    /// nanoGPT's `dropout` (its `from_pretrained` override): on the embeddings,
+    /// the attention weights and each residual branch, while training.
+    pub fn set_dropout(&mut self, p: f32) {
+        self.dropout = p;
+        for block in &mut self.h {
+            block.attn.dropout = p;
+            block.mlp.dropout = p;
+        }
+    }
+
+    /// nanoGPT's `crop_block_size`: keep the first `block_size` position
+    /// embeddings, so the model reads at most that many tokens.
+    pub fn crop_block_size(&mut self, params: &mut Params, block_size: usize) {
+        assert!(block_size <= self.config.block_size, "crop only shrinks");
+        let wpe = params.get_mut(self.wpe.weight);
+        wpe.value = wpe.value.narrow(0, 0, block_size); // (block_size, C)
+        self.config.block_size = block_size;
+    }
+
     /// nanoGPT's `flash` switch for every block's attention (see
     /// [`CausalSelfAttention::flash`]): the fused op instead of the lecture's lines.
     pub fn set_flash(&mut self, on: bool) {
@@ -216,6 +242,7 @@ impl Gpt {
                     h,
                     ln_f,
                     lm_head,
+                    dropout: 0.0,
                 }
             }
             InitScheme::Gpt2 => {
@@ -234,6 +261,7 @@ impl Gpt {
                     h,
                     ln_f,
                     lm_head,
+                    dropout: 0.0,
                 }
             }
         };
@@ -286,6 +314,7 @@ impl Gpt {
                     mlp: Mlp {
                         c_fc: linear(&mut add, &format!("{name}.mlp.c_fc"), c, 4 * c),
                         c_proj: linear(&mut add, &format!("{name}.mlp.c_proj"), 4 * c, c),
+                        dropout: 0.0,
                     },
                 }
             })
@@ -302,6 +331,7 @@ impl Gpt {
             h,
             ln_f,
             lm_head,
+            dropout: 0.0,
         }
     }
 
@@ -355,7 +385,7 @@ impl Gpt {
         let pos: Vec<usize> = (0..t).collect(); // (T,)
         let pos_emb = self.wpe.forward(pass, &pos, &[t]); // (T, C)
         let tok_emb = self.wte.forward(pass, idx, &[b, t]); // (B, T, C)
-        let mut x = tok_emb + pos_emb; // (B, T, C)
+        let mut x = pass.dropout(tok_emb + pos_emb, self.dropout); // (B, T, C)
         for block in &self.h {
             x = pass.scope(|| block.forward(pass, x)); // (B, T, C): its locals die here
         }

@@ -137,6 +137,8 @@ pub enum Tokens {
     Memory(String, Vec<u16>),
     /// Shard files, in order.
     Shards(Vec<PathBuf>),
+    /// nanoGPT's headerless `train.bin` or `val.bin`.
+    Headerless(PathBuf),
 }
 
 impl Tokens {
@@ -145,6 +147,10 @@ impl Tokens {
         match self {
             Tokens::Memory(name, tokens) => Ok(vec![TokenShard::from_tokens(name, tokens.clone())]),
             Tokens::Shards(paths) => paths.iter().map(|p| TokenShard::open(p)).collect(),
+            Tokens::Headerless(path) => Ok(vec![TokenShard::open_as(
+                path,
+                crate::shards::ShardFormat::Nanogpt,
+            )?]),
         }
     }
 
@@ -183,7 +189,7 @@ impl Tokens {
     pub fn in_memory(&self) -> Option<&[u16]> {
         match self {
             Tokens::Memory(_, tokens) => Some(tokens),
-            Tokens::Shards(_) => None,
+            Tokens::Shards(_) | Tokens::Headerless(_) => None,
         }
     }
 }
@@ -212,11 +218,19 @@ impl Split {
         Ok(Split::new(&crate::train::shakespeare_tokens(None)?))
     }
 
-    /// The shards `gpt2 prepare` wrote into `dir`: `*_train_*` and `*_val_*`.
+    /// The tokens `gpt2 prepare` wrote into `dir`: shards (`*_train_*` and
+    /// `*_val_*`) or nanoGPT's `train.bin` and `val.bin`, told apart by what
+    /// the folder holds ([`crate::shards::Layout::of`]).
     pub fn from_dir(dir: &Path) -> Result<Split, String> {
-        Ok(Split {
-            train: Tokens::Shards(crate::shards::list_shards(dir, "train")?),
-            val: Tokens::Shards(crate::shards::list_shards(dir, "val")?),
+        Ok(match crate::shards::Layout::of(dir)? {
+            crate::shards::Layout::Shards { train, val } => Split {
+                train: Tokens::Shards(train),
+                val: Tokens::Shards(val),
+            },
+            crate::shards::Layout::Nanogpt { train, val } => Split {
+                train: Tokens::Headerless(train),
+                val: Tokens::Headerless(val),
+            },
         })
     }
 }

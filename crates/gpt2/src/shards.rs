@@ -2,16 +2,20 @@
 //! them, and the loader that walks them (build-nanogpt's final
 //! `DataLoaderLite`, 69cb21f "switch to FineWeb EDU").
 //!
-//! Two formats, both uint16 GPT-2 tokens, each document starting with
-//! `<|endoftext|>` (50256):
+//! Three formats, all uint16 GPT-2 tokens. Two are shards, each document
+//! starting with `<|endoftext|>` (50256):
 //! - `.npy`: NumPy's format, as `np.save` writes a `uint16` array
 //!   (build-nanogpt's `write_datafile`);
 //! - `.bin`: llm.c's (`dev/data/data_common.py`): a header of 256 little-endian
 //!   int32 (magic 20240520, version 1, token count, zeros), then the tokens.
 //!
 //! Shard 0 is the validation split and the rest train (`fineweb.py`), named
-//! `{prefix}_val_000000.npy`, `{prefix}_train_000001.npy`, … . Shards are
-//! memory-mapped: a batch reads its `B·T+1` tokens from the page cache.
+//! `{prefix}_val_000000.npy`, `{prefix}_train_000001.npy`, … . The third is
+//! nanoGPT's (`data/shakespeare/prepare.py`): one text split 90/10 by
+//! characters into `train.bin` and `val.bin`, headerless, with no
+//! end-of-text tokens. A folder's layout, not a file's extension, says which
+//! reader applies ([`Layout::of`]). Files are memory-mapped: a batch reads
+//! its `B·T+1` tokens from the page cache.
 
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
@@ -32,6 +36,8 @@ pub enum ShardFormat {
     Npy,
     /// llm.c's `.bin`.
     Bin,
+    /// nanoGPT's headerless `train.bin` and `val.bin`.
+    Nanogpt,
 }
 
 impl ShardFormat {
@@ -39,7 +45,7 @@ impl ShardFormat {
     pub fn extension(self) -> &'static str {
         match self {
             ShardFormat::Npy => "npy",
-            ShardFormat::Bin => "bin",
+            ShardFormat::Bin | ShardFormat::Nanogpt => "bin",
         }
     }
 }
@@ -70,6 +76,7 @@ pub fn shard_bytes(format: ShardFormat, tokens: &[u16]) -> Vec<u8> {
             header[2] = tokens.len() as i32;
             header.iter().flat_map(|v| v.to_le_bytes()).collect()
         }
+        ShardFormat::Nanogpt => Vec::new(),
     };
     out.reserve(2 * tokens.len());
     out.extend(tokens.iter().flat_map(|t| t.to_le_bytes()));
@@ -156,6 +163,82 @@ fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
     Ok((offset, n))
 }
 
+/// nanoGPT's headerless `.bin`: every byte pair a token, from byte 0.
+fn headerless_length(bytes: &[u8]) -> Result<(usize, usize), String> {
+    if bytes.is_empty() {
+        return Err("empty: it holds no tokens".into());
+    }
+    if !bytes.len().is_multiple_of(2) {
+        return Err(format!(
+            "{} bytes, an odd number: not a file of uint16 tokens",
+            bytes.len()
+        ));
+    }
+    Ok((0, bytes.len() / 2))
+}
+
+/// How a data folder holds its tokens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// nanoGPT's `train.bin` and `val.bin`.
+    Nanogpt {
+        /// `train.bin`.
+        train: PathBuf,
+        /// `val.bin`.
+        val: PathBuf,
+    },
+    /// build-nanogpt's or llm.c's shards (`*_train_*`, `*_val_*`).
+    Shards {
+        /// The train shards, in order.
+        train: Vec<PathBuf>,
+        /// The val shards, in order.
+        val: Vec<PathBuf>,
+    },
+}
+
+impl Layout {
+    /// The layout of `dir`, told by what it holds: nanoGPT's `train.bin` and
+    /// `val.bin`, or shards named `*_train_*` and `*_val_*`. A folder with
+    /// both, or neither, is an error that says what each layout holds.
+    pub fn of(dir: &Path) -> Result<Layout, String> {
+        if !dir.is_dir() {
+            return Err(format!("{}: not a folder", dir.display()));
+        }
+        let (train, val) = (dir.join("train.bin"), dir.join("val.bin"));
+        let nanogpt = train.is_file() || val.is_file();
+        let shards = (list_shards(dir, "train"), list_shards(dir, "val"));
+        let has_shards = shards.0.is_ok() || shards.1.is_ok();
+        match (nanogpt, has_shards) {
+            (true, true) => Err(format!(
+                "{}: holds both nanoGPT's train.bin/val.bin and token shards; keep one layout in a folder",
+                dir.display()
+            )),
+            (true, false) => {
+                for path in [&train, &val] {
+                    if !path.is_file() {
+                        return Err(format!(
+                            "{}: nanoGPT's layout needs both train.bin and val.bin; {} is missing",
+                            dir.display(),
+                            path.display()
+                        ));
+                    }
+                }
+                Ok(Layout::Nanogpt { train, val })
+            }
+            (false, true) => Ok(Layout::Shards {
+                train: shards.0?,
+                val: shards.1?,
+            }),
+            (false, false) => Err(format!(
+                "{}: holds no tokens: neither nanoGPT's headerless train.bin and val.bin \
+                 (`gpt2 prepare --format nanogpt`) nor shards named *_train_* and *_val_* \
+                 (.npy as build-nanogpt writes them, .bin with llm.c's header; `gpt2 prepare`)",
+                dir.display()
+            )),
+        }
+    }
+}
+
 /// Where the tokens start in an llm.c `.bin` file, checking its header.
 fn llmc_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
     if bytes.len() < LLMC_HEADER_BYTES {
@@ -210,15 +293,25 @@ enum Source {
 }
 
 impl TokenShard {
-    /// Maps a `.npy` or `.bin` shard, by its extension, checking its header
-    /// against its size.
+    /// Maps a `.npy` or llm.c `.bin` shard, by its extension, checking its
+    /// header against its size.
     pub fn open(path: &Path) -> Result<TokenShard, String> {
-        let fail = |e: String| format!("{}: {e}", path.display());
         let format = match path.extension().and_then(|e| e.to_str()) {
             Some("npy") => ShardFormat::Npy,
             Some("bin") => ShardFormat::Bin,
-            _ => return Err(fail("a token shard ends in .npy or .bin".into())),
+            _ => {
+                return Err(format!(
+                    "{}: a token shard ends in .npy or .bin",
+                    path.display()
+                ))
+            }
         };
+        TokenShard::open_as(path, format)
+    }
+
+    /// Maps a file in `format`, checking its header (if it has one) against its size.
+    pub fn open_as(path: &Path, format: ShardFormat) -> Result<TokenShard, String> {
+        let fail = |e: String| format!("{}: {e}", path.display());
         let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
         // SAFETY: the map is read only; a shard changed by another process
         // while mapped would give wrong tokens, as it would to numpy's mmap.
@@ -226,6 +319,7 @@ impl TokenShard {
         let (offset, len) = match format {
             ShardFormat::Npy => npy_data_offset(&map),
             ShardFormat::Bin => llmc_data_offset(&map),
+            ShardFormat::Nanogpt => headerless_length(&map),
         }
         .map_err(fail)?;
         Ok(TokenShard {
@@ -618,6 +712,16 @@ pub fn prepare(
     shard_tokens: usize,
     format: ShardFormat,
 ) -> Result<Vec<PathBuf>, String> {
+    if format == ShardFormat::Nanogpt {
+        if *kind != InputKind::Text {
+            return Err(
+                "--format nanogpt reads one text, as nanoGPT's data/shakespeare/prepare.py does; \
+                 --jsonl makes shards (--format npy or bin)"
+                    .into(),
+            );
+        }
+        return prepare_nanogpt(input, out);
+    }
     if shard_tokens == 0 {
         return Err("--shard-tokens must be above 0".into());
     }
@@ -687,3 +791,44 @@ pub fn prepare(
     Ok(written)
 }
 // ANCHOR_END: prepare
+
+// ANCHOR: prepare_nanogpt
+/// nanoGPT's `data/shakespeare/prepare.py` on any text: read as Python's
+/// `open(path, 'r', encoding='utf-8')` reads it, split at `int(n*0.9)`
+/// characters, each part `encode_ordinary`'d with GPT-2's tokenizer (no
+/// end-of-text tokens), written headerless to `out/train.bin` and
+/// `out/val.bin`. Returns the two paths.
+pub fn prepare_nanogpt(input: &Path, out: &Path) -> Result<Vec<PathBuf>, String> {
+    let text = data::python_text::read(input)?;
+    let n = text.chars().count();
+    let cut = (n as f64 * 0.9) as usize; // int(n*0.9)
+    let at = text.char_indices().nth(cut).map_or(text.len(), |(i, _)| i);
+    let (train, val) = text.split_at(at);
+    let tokenizer = bpe::Gpt2Tokenizer::from_data_dir()
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    let encode = |part: &str, split: &str| -> Result<Vec<u16>, String> {
+        let ids = tokenizer.encode_ordinary(part).map_err(|e| e.to_string())?;
+        if ids.is_empty() {
+            return Err(format!(
+                "input file {}: its {split} split ({} of {n} characters) holds no tokens; \
+                 give a longer text",
+                input.display(),
+                part.chars().count()
+            ));
+        }
+        ids.iter()
+            .map(|&id| u16::try_from(id).map_err(|_| format!("token {id} does not fit uint16")))
+            .collect()
+    };
+    let (train, val) = (encode(train, "train")?, encode(val, "val")?);
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut written = Vec::new();
+    for (name, tokens) in [("train.bin", &train), ("val.bin", &val)] {
+        let path = out.join(name);
+        write_shard(&path, ShardFormat::Nanogpt, tokens)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+// ANCHOR_END: prepare_nanogpt

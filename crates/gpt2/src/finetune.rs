@@ -1,0 +1,584 @@
+//! `gpt2 finetune`: nanoGPT's `train.py` with `init_from` a GPT-2 in Hugging
+//! Face's layout (karpathy/nanoGPT 3adf61e, `config/finetune_shakespeare.py`):
+//! OpenAI's `gpt2` at any size, or any GPT-2 saved by `transformers`, trained
+//! further on nanoGPT's headerless `train.bin` and `val.bin` (`gpt2 prepare
+//! --format nanogpt`), and saved in Hugging Face's layout whenever the val
+//! loss improves, so that `gpt2 sample` and `transformers` load it.
+//!
+//! As in nanoGPT: `torch.manual_seed(1337)` comes first, then `GPT(config)`
+//! (its initial draws are spent, though the weights are replaced), then the
+//! weights; the block size is cropped; AdamW decays the matrices only; the
+//! gradients are clipped to norm 1; the loop takes `max_iters + 1` steps.
+//! GPT-2 keeps its own tanh GELU.
+//!
+//! `config/finetune_shakespeare.py` trains `gpt2-xl` on 32 sequences of 1,024
+//! tokens per iteration, evaluating 40 batches every 5 iterations: on two CPU
+//! cores one such iteration of the 124M model would take minutes. The
+//! defaults here keep its learning rate (3e-5, constant), batch size 1,
+//! 20 iterations and evaluation every 5, and shrink the work per iteration
+//! (block 256, 4 micro-steps, 8 evaluation batches) so that the 124M model's
+//! 21 iterations and 5 evaluations take under 10 minutes on 2 cores.
+
+use crate::hf;
+use crate::model::Gpt;
+use crate::shards::{Layout, ShardFormat, TokenShard};
+use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
+use clap::Args;
+use serde::Serialize;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tensor::rng::TorchGenerator;
+
+/// A Python boolean (`True`/`False`), as nanoGPT's configurator reads it.
+fn python_bool(s: &str) -> Result<bool, String> {
+    gpt::nanogpt::train::python_bool(s)
+}
+
+/// `train.py`'s keys for a fine-tune, spelled `--batch-size 1` or `--batch_size=1`.
+#[derive(Args, Clone, Debug, Serialize)]
+#[command(args_override_self = true)]
+pub struct FinetuneArgs {
+    /// A GPT-2 in Hugging Face's layout: config.json and model.safetensors.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// nanoGPT's train.bin and val.bin of GPT-2 tokens (`gpt2 prepare --format nanogpt`).
+    #[arg(long, alias = "dataset")]
+    pub data: PathBuf,
+    /// Where the fine-tuned model (config.json, model.safetensors), report.json, loss.csv and plots go.
+    #[arg(long, alias = "out-dir", alias = "out_dir")]
+    pub out: PathBuf,
+    /// Evaluate (and save if the val loss improved) every N iterations.
+    #[arg(long = "eval-interval", alias = "eval_interval", default_value_t = 5)]
+    pub eval_interval: usize,
+    /// Print the loss every N iterations.
+    #[arg(long = "log-interval", alias = "log_interval", default_value_t = 1)]
+    pub log_interval: usize,
+    /// Batches per split in each evaluation (finetune_shakespeare.py: 40).
+    #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 8)]
+    pub eval_iters: usize,
+    /// Save after every evaluation, not only when the val loss improved.
+    #[arg(long = "always-save-checkpoint", alias = "always_save_checkpoint", default_value = "False",
+          num_args = 0..=1, default_missing_value = "True", value_parser = python_bool)]
+    pub always_save_checkpoint: bool,
+    /// Micro-batches per iteration (finetune_shakespeare.py: 32).
+    #[arg(
+        long = "gradient-accumulation-steps",
+        alias = "gradient_accumulation_steps",
+        default_value_t = 4
+    )]
+    pub gradient_accumulation_steps: usize,
+    /// Sequences per micro-batch.
+    #[arg(long = "batch-size", alias = "batch_size", default_value_t = 1)]
+    pub batch_size: usize,
+    /// Context length in tokens; the model's position embeddings are cropped to it (finetune_shakespeare.py: 1024).
+    #[arg(long = "block-size", alias = "block_size", default_value_t = 256)]
+    pub block_size: usize,
+    /// Dropout while training (nanoGPT's `override_args`).
+    #[arg(long, default_value_t = 0.0)]
+    pub dropout: f32,
+    /// The learning rate.
+    #[arg(
+        long = "learning-rate",
+        alias = "learning_rate",
+        default_value_t = 3e-5
+    )]
+    pub learning_rate: f32,
+    /// Train until this iteration (steps 0..=max_iters).
+    #[arg(long = "max-iters", alias = "max_iters", default_value_t = 20)]
+    pub max_iters: usize,
+    /// AdamW weight decay of the matrices.
+    #[arg(long = "weight-decay", alias = "weight_decay", default_value_t = 0.1)]
+    pub weight_decay: f32,
+    /// AdamW β₁.
+    #[arg(long, default_value_t = 0.9)]
+    pub beta1: f32,
+    /// AdamW β₂.
+    #[arg(long, default_value_t = 0.95)]
+    pub beta2: f32,
+    /// Clip the gradients' global norm to this; 0 turns clipping off.
+    #[arg(long = "grad-clip", alias = "grad_clip", default_value_t = 1.0)]
+    pub grad_clip: f32,
+    /// Warmup and cosine decay (train.py's); the fine-tune keeps the rate constant.
+    #[arg(long = "decay-lr", alias = "decay_lr", default_value = "False", num_args = 0..=1,
+          default_missing_value = "True", value_parser = python_bool)]
+    pub decay_lr: bool,
+    /// Linear warmup iterations, with --decay-lr.
+    #[arg(long = "warmup-iters", alias = "warmup_iters", default_value_t = 2000)]
+    pub warmup_iters: usize,
+    /// The iteration at which the cosine reaches min_lr, with --decay-lr.
+    #[arg(
+        long = "lr-decay-iters",
+        alias = "lr_decay_iters",
+        default_value_t = 600000
+    )]
+    pub lr_decay_iters: usize,
+    /// The learning rate's floor, with --decay-lr.
+    #[arg(long = "min-lr", alias = "min_lr", default_value_t = 6e-5)]
+    pub min_lr: f32,
+    /// Only `cpu`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Accepted for nanoGPT's lines; nothing to compile here.
+    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
+          value_parser = python_bool)]
+    pub compile: bool,
+    /// `torch.manual_seed` (nanoGPT: 1337).
+    #[arg(long, default_value_t = 1337)]
+    pub seed: u64,
+}
+
+impl FinetuneArgs {
+    /// The flags' errors, each naming its flag.
+    pub fn check(&self) -> Result<(), String> {
+        for (flag, v) in [
+            ("--eval-interval", self.eval_interval),
+            ("--log-interval", self.log_interval),
+            ("--eval-iters", self.eval_iters),
+            (
+                "--gradient-accumulation-steps",
+                self.gradient_accumulation_steps,
+            ),
+            ("--batch-size", self.batch_size),
+            ("--block-size", self.block_size),
+        ] {
+            if v == 0 {
+                return Err(format!("{flag} must be at least 1"));
+            }
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(format!("--dropout must be in [0, 1), got {}", self.dropout));
+        }
+        for (flag, v) in [
+            ("--learning-rate", self.learning_rate),
+            ("--min-lr", self.min_lr),
+            ("--weight-decay", self.weight_decay),
+            ("--grad-clip", self.grad_clip),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
+            }
+        }
+        for (flag, v) in [("--beta1", self.beta1), ("--beta2", self.beta2)] {
+            if !(0.0..1.0).contains(&v) {
+                return Err(format!("{flag} must be in [0, 1), got {v}"));
+            }
+        }
+        if self.device != "cpu" {
+            return Err(format!(
+                "--device {}: this implementation runs on the CPU only; use --device cpu",
+                self.device
+            ));
+        }
+        if self.decay_lr && self.warmup_iters == self.lr_decay_iters {
+            return Err(format!(
+                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
+                self.warmup_iters
+            ));
+        }
+        Ok(())
+    }
+
+    /// `get_lr(it)`, or the constant rate without `--decay-lr`.
+    pub fn get_lr(&self, it: usize) -> f32 {
+        if !self.decay_lr {
+            return self.learning_rate;
+        }
+        autograd::nanogpt_warmup_cosine(
+            it,
+            self.learning_rate,
+            self.warmup_iters,
+            self.lr_decay_iters,
+            self.min_lr,
+        )
+    }
+}
+
+/// The two splits of a nanoGPT data folder, memory-mapped.
+pub struct Data {
+    /// `train.bin`.
+    pub train: TokenShard,
+    /// `val.bin`.
+    pub val: TokenShard,
+}
+
+impl Data {
+    /// Opens `dir`'s `train.bin` and `val.bin`, checking that every token is
+    /// in the model's vocabulary and that each split holds a batch.
+    pub fn open(dir: &Path, vocab_size: usize, block_size: usize) -> Result<Data, String> {
+        let (train, val) = match Layout::of(dir)? {
+            Layout::Nanogpt { train, val } => (train, val),
+            Layout::Shards { .. } => {
+                return Err(format!(
+                    "{}: holds token shards; the fine-tune reads nanoGPT's train.bin and val.bin \
+                     (`gpt2 prepare --format nanogpt --input FILE --out DIR`)",
+                    dir.display()
+                ))
+            }
+        };
+        let open = |path: &Path| -> Result<TokenShard, String> {
+            let shard = TokenShard::open_as(path, ShardFormat::Nanogpt)?;
+            if let Some((i, token)) = shard.first_token_from(vocab_size) {
+                return Err(format!(
+                    "{}: token {i} is {token}, past the model's vocabulary of {vocab_size}",
+                    path.display()
+                ));
+            }
+            if shard.len() <= block_size {
+                return Err(format!(
+                    "{} holds {} tokens; a batch needs --block-size + 1 = {}",
+                    path.display(),
+                    shard.len(),
+                    block_size + 1
+                ));
+            }
+            Ok(shard)
+        };
+        Ok(Data {
+            train: open(&train)?,
+            val: open(&val)?,
+        })
+    }
+
+    /// train.py's `get_batch`: `batch` random windows of `block` tokens
+    /// (`torch.randint(len(data) - block_size, (batch_size,))`) and the same
+    /// windows shifted by one, each `(B, T)` row-major.
+    pub fn get_batch(
+        &self,
+        val: bool,
+        batch: usize,
+        block: usize,
+        rng: &mut TorchGenerator,
+    ) -> (Vec<usize>, Vec<usize>) {
+        let data = if val { &self.val } else { &self.train };
+        let offsets = rng.randint(0, (data.len() - block) as i64, &[batch]);
+        let mut x = Vec::with_capacity(batch * block); // (B, T)
+        let mut y = Vec::with_capacity(batch * block); // (B, T)
+        for &i in &offsets {
+            let window = data.read(i as usize, block + 1);
+            x.extend_from_slice(&window[..block]);
+            y.extend_from_slice(&window[1..]);
+        }
+        (x, y)
+    }
+}
+
+/// A fine-tune in progress.
+pub struct Finetune {
+    /// The flags.
+    pub args: FinetuneArgs,
+    /// The model, cropped to `--block-size`.
+    pub model: Gpt,
+    /// Its parameters.
+    pub params: Params,
+    /// AdamW, decaying the matrices only.
+    pub opt: AdamW,
+    /// The one generator (`torch.manual_seed`).
+    pub rng: RefCell<TorchGenerator>,
+    /// The data.
+    pub data: Data,
+    /// The next iteration.
+    pub iter: usize,
+    /// The lowest val loss so far (1e9 before any evaluation).
+    pub best_val_loss: f32,
+    /// `(iter, loss)` of each logged iteration.
+    pub losses: Vec<(usize, f32)>,
+    /// `(iter, train, val)` of each evaluation.
+    pub evals: Vec<(usize, f32, f32)>,
+    /// Milliseconds of each iteration.
+    pub step_ms: Vec<f64>,
+    /// The iterations at which the model was saved.
+    pub saves: Vec<usize>,
+}
+
+impl Finetune {
+    /// train.py up to its loop, with `init_from` a GPT-2 folder.
+    pub fn start(args: FinetuneArgs) -> Result<Finetune, String> {
+        args.check()?;
+        let config = hf::read_config(&args.model.join("config.json"))?;
+        if args.block_size > config.block_size {
+            return Err(format!(
+                "--block-size {} is longer than the {} positions of {}",
+                args.block_size,
+                config.block_size,
+                args.model.display()
+            ));
+        }
+        let tokens = args.gradient_accumulation_steps * args.batch_size * args.block_size;
+        println!(
+            "tokens per iteration will be: {}",
+            gpt::nanogpt::train::thousands(tokens)
+        );
+        println!("Initializing from GPT-2 weights: {}", args.model.display());
+        let mut rng = TorchGenerator::manual_seed(args.seed);
+        // ANCHOR: from_pretrained
+        // GPT.from_pretrained builds GPT(config) first: its initial draws are
+        // spent before the weights replace them, so the batches that follow
+        // come from where nanoGPT's do.
+        {
+            let mut spent = Params::new();
+            let mut init = Init::new(&mut spent, &mut rng);
+            gpt::model::Gpt::new(
+                &mut init,
+                gpt::model::GptConfig {
+                    block_size: config.block_size,
+                    vocab_size: config.vocab_size,
+                    n_layer: config.n_layer,
+                    n_head: config.n_head,
+                    n_embd: config.n_embd,
+                    dropout: args.dropout,
+                    bias: true,
+                },
+            );
+        }
+        let (mut model, mut params) = hf::from_pretrained(&args.model)?;
+        model.set_dropout(args.dropout); // override_args = dict(dropout=dropout)
+        if args.block_size < model.config.block_size {
+            model.crop_block_size(&mut params, args.block_size); // model surgery
+        }
+        // ANCHOR_END: from_pretrained
+        let n = params.count() - model.config.block_size * model.config.n_embd;
+        println!("number of parameters: {:.2}M", n as f64 / 1e6);
+        let data = Data::open(&args.data, model.config.vocab_size, args.block_size)?;
+        let opt = AdamW::decay_matrices_only(
+            AdamWConfig {
+                lr: args.learning_rate,
+                betas: (args.beta1, args.beta2),
+                eps: 1e-8,
+                weight_decay: args.weight_decay,
+            },
+            &params,
+        );
+        Ok(Finetune {
+            args,
+            model,
+            params,
+            opt,
+            rng: RefCell::new(rng),
+            data,
+            iter: 0,
+            best_val_loss: 1e9,
+            losses: Vec::new(),
+            evals: Vec::new(),
+            step_ms: Vec::new(),
+            saves: Vec::new(),
+        })
+    }
+
+    fn batch(&self, val: bool) -> (Vec<usize>, Vec<usize>) {
+        let (b, t) = (self.args.batch_size, self.args.block_size);
+        self.data.get_batch(val, b, t, &mut self.rng.borrow_mut())
+    }
+
+    /// `estimate_loss()`: the mean loss of `eval_iters` batches of each split,
+    /// without dropout or a graph.
+    pub fn estimate_loss(&self) -> (f32, f32) {
+        let (b, t) = (self.args.batch_size, self.args.block_size);
+        let mut means = [0f32; 2];
+        for (mean, val) in means.iter_mut().zip([false, true]) {
+            let mut sum = 0f64;
+            for _ in 0..self.args.eval_iters {
+                let (x, y) = self.batch(val); // (B, T), (B, T)
+                let graph = Graph::no_grad();
+                let pass = ForwardPass::eval(&graph, &self.params);
+                sum += self.model.loss(&pass, &x, &y, b, t).item() as f64;
+            }
+            *mean = (sum / self.args.eval_iters as f64) as f32;
+        }
+        (means[0], means[1])
+    }
+
+    // ANCHOR: finetune_step
+    /// One iteration: the micro-steps' gradients summed (each loss divided by
+    /// their number, the next batch fetched between forward and backward),
+    /// clipped, then AdamW at `lr`. Returns the last micro-step's loss, scaled
+    /// back up as train.py logs it.
+    pub fn step(&mut self, batch: &mut (Vec<usize>, Vec<usize>), lr: f32) -> f32 {
+        let accum = self.args.gradient_accumulation_steps;
+        let (b, t) = (self.args.batch_size, self.args.block_size);
+        self.params.zero_grad();
+        let mut last = 0.0;
+        for _ in 0..accum {
+            let graph = Graph::new();
+            let pass = if self.args.dropout > 0.0 {
+                ForwardPass::train(&graph, &self.params, &self.rng)
+            } else {
+                ForwardPass::eval(&graph, &self.params)
+            };
+            let loss = self.model.loss(&pass, &batch.0, &batch.1, b, t); // scalar
+            let loss = if accum > 1 {
+                loss.div_scalar(accum as f32)
+            } else {
+                loss
+            };
+            *batch = self.batch(false); // the next (X, Y), as train.py prefetches
+            loss.backward_into(&mut self.params);
+            last = loss.item();
+        }
+        if self.args.grad_clip > 0.0 {
+            clip_grad_norm(&mut self.params, self.args.grad_clip);
+        }
+        self.opt.config.lr = lr;
+        self.opt.step(&mut self.params);
+        self.iter += 1;
+        (last as f64 * accum as f64) as f32
+    }
+    // ANCHOR_END: finetune_step
+}
+
+/// train.py's loop (see [`gpt::nanogpt::train::train`]), saving the model
+/// in Hugging Face's layout into `--out` when nanoGPT would write its
+/// checkpoint. `on_eval` runs after each evaluation.
+pub fn train(
+    ft: &mut Finetune,
+    mut on_eval: impl FnMut(&Finetune) -> Result<(), String>,
+) -> Result<(), String> {
+    let args = ft.args.clone();
+    let mut batch = ft.batch(false); // the very first batch
+    let mut t0 = Instant::now();
+    loop {
+        let iter = ft.iter;
+        let lr = args.get_lr(iter);
+        if iter.is_multiple_of(args.eval_interval) {
+            let (train, val) = ft.estimate_loss();
+            println!("step {iter}: train loss {train:.4}, val loss {val:.4}");
+            if !(train.is_finite() && val.is_finite()) {
+                return Err(format!(
+                    "iteration {iter}: the estimated loss is not finite (train {train}, val {val}); stopping"
+                ));
+            }
+            ft.evals.push((iter, train, val));
+            if val < ft.best_val_loss || args.always_save_checkpoint {
+                ft.best_val_loss = val;
+                if iter > 0 {
+                    println!("saving the model to {}", args.out.display());
+                    hf::save_pretrained(&args.out, &ft.model, &ft.params)?;
+                    ft.saves.push(iter);
+                }
+            }
+            on_eval(ft)?;
+        }
+        let lossf = ft.step(&mut batch, lr);
+        let dt = t0.elapsed().as_secs_f64();
+        t0 = Instant::now();
+        if !lossf.is_finite() {
+            return Err(format!("iteration {iter}: the loss is {lossf}; stopping"));
+        }
+        ft.step_ms.push(dt * 1000.0);
+        if iter.is_multiple_of(args.log_interval) {
+            println!("iter {iter}: loss {lossf:.4}, time {:.2}ms", dt * 1000.0);
+            ft.losses.push((iter, lossf));
+        }
+        if ft.iter > args.max_iters {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The files of a fine-tune that the runs page shows.
+const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
+
+/// `gpt2 finetune`: checks `--out`, fine-tunes, and keeps the record
+/// (`report.json`, `loss.csv`, the plots) in `--out` after every evaluation
+/// and at the end, mirrored onto the runs page.
+pub fn run(args: FinetuneArgs) -> Result<(), String> {
+    args.check()?;
+    gpt::nanogpt::train::check_out_dir(&args.out)?;
+    if args.out.join("model.safetensors").exists() {
+        return Err(format!(
+            "--out {} already holds a model (model.safetensors); give another --out",
+            args.out.display()
+        ));
+    }
+    let started = Instant::now();
+    let mut ft = Finetune::start(args)?;
+    let result = train(&mut ft, |ft| write_record(ft, started, false));
+    let finished = write_record(&ft, started, true);
+    result.and(finished)
+}
+
+fn write_record(ft: &Finetune, started: Instant, done: bool) -> Result<(), String> {
+    use report::tool_run;
+    let dir = &ft.args.out;
+    let mut rows: Vec<report::LossRow> = ft
+        .losses
+        .iter()
+        .map(|&(step, loss)| report::LossRow {
+            step,
+            stage: "finetune".into(),
+            train: loss as f64,
+            val: ft.evals.iter().find(|e| e.0 == step).map(|e| e.2 as f64),
+            lr: Some(ft.args.get_lr(step) as f64),
+        })
+        .collect();
+    for &(step, train, val) in &ft.evals {
+        if !rows.iter().any(|r| r.step == step) {
+            rows.push(report::LossRow {
+                step,
+                stage: "finetune".into(),
+                train: train as f64,
+                val: Some(val as f64),
+                lr: Some(ft.args.get_lr(step) as f64),
+            });
+        }
+    }
+    rows.sort_by_key(|r| r.step);
+    tool_run::write_loss_files(dir, "GPT-2 fine-tune", &rows)?;
+    let mut final_losses = std::collections::BTreeMap::new();
+    let mut targets = Vec::new();
+    if let Some(&(_, train, val)) = ft.evals.first() {
+        targets.push(report::Target::info(
+            "train loss before (iteration 0)",
+            train as f64,
+        ));
+        targets.push(report::Target::info(
+            "val loss before (iteration 0)",
+            val as f64,
+        ));
+    }
+    if let Some(&(iter, train, val)) = ft.evals.last() {
+        final_losses.insert("train".to_string(), train as f64);
+        final_losses.insert("val".to_string(), val as f64);
+        targets.push(report::Target::info(
+            &format!("train loss at iteration {iter}"),
+            train as f64,
+        ));
+        targets.push(report::Target::info(
+            &format!("val loss at iteration {iter}"),
+            val as f64,
+        ));
+    }
+    if let Some(&iter) = ft.saves.last() {
+        targets.push(report::Target::info(
+            &format!("best val loss (saved at iteration {iter})"),
+            ft.best_val_loss as f64,
+        ));
+    }
+    tool_run::ToolReport {
+        tool: "gpt2-finetune".into(),
+        crate_name: "gpt2".into(),
+        seed: ft.args.seed,
+        config: serde_json::to_value(&ft.args).map_err(|e| e.to_string())?,
+        stage: "finetune".into(),
+        steps: ft.iter,
+        ms_per_step: (!ft.step_ms.is_empty())
+            .then(|| ft.step_ms.iter().sum::<f64>() / ft.step_ms.len() as f64),
+        final_losses,
+        source: format!(
+            "nanoGPT's train.py with init_from {} (karpathy/nanoGPT 3adf61e, \
+             config/finetune_shakespeare.py scaled to a CPU) on {}",
+            ft.args.model.display(),
+            ft.args.data.display()
+        ),
+        targets,
+    }
+    .write(dir, started.elapsed().as_secs_f64(), done)?;
+    tool_run::mirror_to_runs_page(
+        tool_run::runs_folder(&data::workspace_root()),
+        "gpt2-finetune",
+        dir,
+        &RECORD,
+    );
+    Ok(())
+}
