@@ -40,22 +40,10 @@ pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
 /// `report.json`, `loss.csv` and the plots into the out dir, then the runs page.
 fn write_record(run: &Run, first_iter: usize, started: Instant, done: bool) -> Result<(), String> {
     let dir = &run.args.out_dir;
-    let rows = train::loss_rows(&run.history, &run.args);
+    let h = &run.history;
+    let rows = train::loss_rows(&h.losses, &h.evals, "train", run.args.schedule());
     tool_run::write_loss_files(dir, "nanoGPT train", &rows)?;
-    let mut final_losses = std::collections::BTreeMap::new();
-    let mut targets = Vec::new();
-    if let Some(&(iter, train, val)) = run.history.evals.last() {
-        final_losses.insert("train".to_string(), train as f64);
-        final_losses.insert("val".to_string(), val as f64);
-        targets.push(report::Target::info(
-            &format!("train loss at iteration {iter}"),
-            train as f64,
-        ));
-        targets.push(report::Target::info(
-            &format!("val loss at iteration {iter}"),
-            val as f64,
-        ));
-    }
+    let (final_losses, mut targets) = train::eval_figures(&h.evals);
     if run.best_val_loss < 1e9 {
         targets.push(report::Target::info(
             "best val loss (ckpt.safetensors)",

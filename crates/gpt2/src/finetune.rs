@@ -24,6 +24,7 @@ use crate::model::Gpt;
 use crate::shards::{Layout, ShardFormat, TokenShard};
 use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
 use clap::Args;
+use gpt::nanogpt::train::Schedule;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -129,9 +130,10 @@ pub struct FinetuneArgs {
 }
 
 impl FinetuneArgs {
-    /// The flags' errors, each naming its flag.
+    /// The flags' errors, each naming its flag (the checks `gpt train` makes).
     pub fn check(&self) -> Result<(), String> {
-        for (flag, v) in [
+        use gpt::nanogpt::train::{check_optimizer, check_positive};
+        check_positive(&[
             ("--eval-interval", self.eval_interval),
             ("--log-interval", self.log_interval),
             ("--eval-iters", self.eval_iters),
@@ -141,56 +143,30 @@ impl FinetuneArgs {
             ),
             ("--batch-size", self.batch_size),
             ("--block-size", self.block_size),
-        ] {
-            if v == 0 {
-                return Err(format!("{flag} must be at least 1"));
-            }
-        }
-        if !(0.0..1.0).contains(&self.dropout) {
-            return Err(format!("--dropout must be in [0, 1), got {}", self.dropout));
-        }
-        for (flag, v) in [
-            ("--learning-rate", self.learning_rate),
-            ("--min-lr", self.min_lr),
-            ("--weight-decay", self.weight_decay),
-            ("--grad-clip", self.grad_clip),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
-            }
-        }
-        for (flag, v) in [("--beta1", self.beta1), ("--beta2", self.beta2)] {
-            if !(0.0..1.0).contains(&v) {
-                return Err(format!("{flag} must be in [0, 1), got {v}"));
-            }
-        }
-        if self.device != "cpu" {
-            return Err(format!(
-                "--device {}: this implementation runs on the CPU only; use --device cpu",
-                self.device
-            ));
-        }
-        if self.decay_lr && self.warmup_iters == self.lr_decay_iters {
-            return Err(format!(
-                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
-                self.warmup_iters
-            ));
-        }
-        Ok(())
+        ])?;
+        check_optimizer(
+            self.dropout,
+            [
+                ("--learning-rate", self.learning_rate),
+                ("--min-lr", self.min_lr),
+                ("--weight-decay", self.weight_decay),
+                ("--grad-clip", self.grad_clip),
+            ],
+            (self.beta1, self.beta2),
+            &self.device,
+        )?;
+        self.schedule().check(self.max_iters)
     }
 
-    /// `get_lr(it)`, or the constant rate without `--decay-lr`.
-    pub fn get_lr(&self, it: usize) -> f32 {
-        if !self.decay_lr {
-            return self.learning_rate;
+    /// The learning-rate schedule: constant unless `--decay-lr`.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            learning_rate: self.learning_rate,
+            decay_lr: self.decay_lr,
+            warmup_iters: self.warmup_iters,
+            lr_decay_iters: self.lr_decay_iters,
+            min_lr: self.min_lr,
         }
-        autograd::nanogpt_warmup_cosine(
-            it,
-            self.learning_rate,
-            self.warmup_iters,
-            self.lr_decay_iters,
-            self.min_lr,
-        )
     }
 }
 
@@ -438,7 +414,7 @@ pub fn train(
     let mut t0 = Instant::now();
     loop {
         let iter = ft.iter;
-        let lr = args.get_lr(iter);
+        let lr = args.schedule().get_lr(iter);
         if iter.is_multiple_of(args.eval_interval) {
             let (train, val) = ft.estimate_loss();
             println!("step {iter}: train loss {train:.4}, val loss {val:.4}");
@@ -501,54 +477,11 @@ pub fn run(args: FinetuneArgs) -> Result<(), String> {
 fn write_record(ft: &Finetune, started: Instant, done: bool) -> Result<(), String> {
     use report::tool_run;
     let dir = &ft.args.out;
-    let mut rows: Vec<report::LossRow> = ft
-        .losses
-        .iter()
-        .map(|&(step, loss)| report::LossRow {
-            step,
-            stage: "finetune".into(),
-            train: loss as f64,
-            val: ft.evals.iter().find(|e| e.0 == step).map(|e| e.2 as f64),
-            lr: Some(ft.args.get_lr(step) as f64),
-        })
-        .collect();
-    for &(step, train, val) in &ft.evals {
-        if !rows.iter().any(|r| r.step == step) {
-            rows.push(report::LossRow {
-                step,
-                stage: "finetune".into(),
-                train: train as f64,
-                val: Some(val as f64),
-                lr: Some(ft.args.get_lr(step) as f64),
-            });
-        }
-    }
-    rows.sort_by_key(|r| r.step);
+    let schedule = ft.args.schedule();
+    let rows = gpt::nanogpt::train::loss_rows(&ft.losses, &ft.evals, "finetune", schedule);
     tool_run::write_loss_files(dir, "GPT-2 fine-tune", &rows)?;
-    let mut final_losses = std::collections::BTreeMap::new();
-    let mut targets = Vec::new();
-    if let Some(&(_, train, val)) = ft.evals.first() {
-        targets.push(report::Target::info(
-            "train loss before (iteration 0)",
-            train as f64,
-        ));
-        targets.push(report::Target::info(
-            "val loss before (iteration 0)",
-            val as f64,
-        ));
-    }
-    if let Some(&(iter, train, val)) = ft.evals.last() {
-        final_losses.insert("train".to_string(), train as f64);
-        final_losses.insert("val".to_string(), val as f64);
-        targets.push(report::Target::info(
-            &format!("train loss at iteration {iter}"),
-            train as f64,
-        ));
-        targets.push(report::Target::info(
-            &format!("val loss at iteration {iter}"),
-            val as f64,
-        ));
-    }
+    // Before (iteration 0) and after: the first and the last evaluation.
+    let (final_losses, mut targets) = gpt::nanogpt::train::eval_figures(&ft.evals);
     if let Some(&iter) = ft.saves.last() {
         targets.push(report::Target::info(
             &format!("best val loss (saved at iteration {iter})"),

@@ -161,41 +161,24 @@ impl TrainArgs {
             ("--n-head", self.n_head),
             ("--n-embd", self.n_embd),
         ];
-        for (flag, v) in positive {
-            if v == 0 {
-                return Err(format!("{flag} must be at least 1"));
-            }
-        }
+        check_positive(&positive)?;
         if !self.n_embd.is_multiple_of(self.n_head) {
             return Err(format!(
                 "--n-embd {} is not a multiple of --n-head {}",
                 self.n_embd, self.n_head
             ));
         }
-        if !(0.0..1.0).contains(&self.dropout) {
-            return Err(format!("--dropout must be in [0, 1), got {}", self.dropout));
-        }
-        for (flag, v) in [
-            ("--learning-rate", self.learning_rate),
-            ("--min-lr", self.min_lr),
-            ("--weight-decay", self.weight_decay),
-            ("--grad-clip", self.grad_clip),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
-            }
-        }
-        for (flag, v) in [("--beta1", self.beta1), ("--beta2", self.beta2)] {
-            if !(0.0..1.0).contains(&v) {
-                return Err(format!("{flag} must be in [0, 1), got {v}"));
-            }
-        }
-        if self.device != "cpu" {
-            return Err(format!(
-                "--device {}: this implementation runs on the CPU only; use --device cpu",
-                self.device
-            ));
-        }
+        check_optimizer(
+            self.dropout,
+            [
+                ("--learning-rate", self.learning_rate),
+                ("--min-lr", self.min_lr),
+                ("--weight-decay", self.weight_decay),
+                ("--grad-clip", self.grad_clip),
+            ],
+            (self.beta1, self.beta2),
+            &self.device,
+        )?;
         match self.init_from.as_str() {
             "scratch" | "resume" => {}
             s if s.starts_with("gpt2") => {
@@ -205,15 +188,7 @@ impl TrainArgs {
             }
             s => return Err(format!("--init-from must be scratch or resume, got {s:?}")),
         }
-        if self.decay_lr
-            && self.warmup_iters == self.lr_decay_iters
-            && self.max_iters >= self.warmup_iters
-        {
-            return Err(format!(
-                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
-                self.warmup_iters
-            ));
-        }
+        self.schedule().check(self.max_iters)?;
         Ok(())
     }
 
@@ -256,6 +231,35 @@ impl TrainArgs {
         }
     }
 
+    /// The learning-rate schedule of these flags.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            learning_rate: self.learning_rate,
+            decay_lr: self.decay_lr,
+            warmup_iters: self.warmup_iters,
+            lr_decay_iters: self.lr_decay_iters,
+            min_lr: self.min_lr,
+        }
+    }
+}
+
+/// train.py's learning rate: `learning_rate`, or with `decay_lr` a linear
+/// warmup and a cosine decay to `min_lr`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Schedule {
+    /// The peak (or constant) rate.
+    pub learning_rate: f32,
+    /// Warm up and decay, or keep the rate constant.
+    pub decay_lr: bool,
+    /// Linear warmup iterations.
+    pub warmup_iters: usize,
+    /// The iteration at which the cosine reaches `min_lr`.
+    pub lr_decay_iters: usize,
+    /// The floor.
+    pub min_lr: f32,
+}
+
+impl Schedule {
     // ANCHOR: get_lr
     /// `get_lr(it)`: linear warmup, cosine decay to `min_lr` at
     /// `lr_decay_iters`, then `min_lr`; the constant rate when `decay_lr` is off.
@@ -272,6 +276,58 @@ impl TrainArgs {
         )
     }
     // ANCHOR_END: get_lr
+
+    /// nanoGPT's cosine divides by `lr_decay_iters - warmup_iters` when an
+    /// iteration reaches `warmup_iters`: equal, they are an error.
+    pub fn check(&self, max_iters: usize) -> Result<(), String> {
+        if self.decay_lr
+            && self.warmup_iters == self.lr_decay_iters
+            && max_iters >= self.warmup_iters
+        {
+            return Err(format!(
+                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
+                self.warmup_iters
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Each flag of `flags` must be at least 1.
+pub fn check_positive(flags: &[(&str, usize)]) -> Result<(), String> {
+    match flags.iter().find(|(_, v)| *v == 0) {
+        Some((flag, _)) => Err(format!("{flag} must be at least 1")),
+        None => Ok(()),
+    }
+}
+
+/// The flags every nanoGPT loop shares: dropout in [0, 1), the rates, decay
+/// and clip finite and ≥ 0, the betas in [0, 1), the device the CPU.
+pub fn check_optimizer(
+    dropout: f32,
+    non_negative: [(&str, f32); 4],
+    (beta1, beta2): (f32, f32),
+    device: &str,
+) -> Result<(), String> {
+    if !(0.0..1.0).contains(&dropout) {
+        return Err(format!("--dropout must be in [0, 1), got {dropout}"));
+    }
+    for (flag, v) in non_negative {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!("{flag} must be a finite number ≥ 0, got {v}"));
+        }
+    }
+    for (flag, v) in [("--beta1", beta1), ("--beta2", beta2)] {
+        if !(0.0..1.0).contains(&v) {
+            return Err(format!("{flag} must be in [0, 1), got {v}"));
+        }
+    }
+    if device != "cpu" {
+        return Err(format!(
+            "--device {device}: this implementation runs on the CPU only; use --device cpu"
+        ));
+    }
+    Ok(())
 }
 
 /// `model.get_num_params()`: the parameters without the position embeddings
@@ -479,7 +535,7 @@ pub fn train(
     let mut running_mfu = -1.0;
     loop {
         let iter = run.trainer.iter;
-        let lr = args.get_lr(iter);
+        let lr = args.schedule().get_lr(iter);
         if iter.is_multiple_of(args.eval_interval) {
             let e = run.trainer.estimate_loss(&run.data);
             println!(
@@ -540,38 +596,59 @@ pub fn train(
 }
 // ANCHOR_END: train_loop
 
-/// The loss rows of `loss.csv`: every logged iteration, with the val loss
-/// where an evaluation ran at it.
-pub fn loss_rows(history: &History, args: &TrainArgs) -> Vec<LossRow> {
-    let mut rows: Vec<LossRow> = history
-        .losses
+/// The loss rows of `loss.csv`: every logged iteration `(iter, loss)`, with
+/// the val loss where an evaluation `(iter, train, val)` ran at it, and each
+/// evaluation at an iteration that was not logged.
+pub fn loss_rows(
+    losses: &[(usize, f32)],
+    evals: &[(usize, f32, f32)],
+    stage: &str,
+    schedule: Schedule,
+) -> Vec<LossRow> {
+    let row = |step: usize, train: f32, val: Option<f32>| LossRow {
+        step,
+        stage: stage.into(),
+        train: train as f64,
+        val: val.map(f64::from),
+        lr: Some(schedule.get_lr(step) as f64),
+    };
+    let mut rows: Vec<LossRow> = losses
         .iter()
-        .map(|&(step, loss)| LossRow {
-            step,
-            stage: "train".into(),
-            train: loss as f64,
-            val: history
-                .evals
-                .iter()
-                .find(|e| e.0 == step)
-                .map(|e| e.2 as f64),
-            lr: Some(args.get_lr(step) as f64),
-        })
+        .map(|&(step, loss)| row(step, loss, evals.iter().find(|e| e.0 == step).map(|e| e.2)))
         .collect();
-    // An evaluation at an iteration that was not logged (or not run, at the end).
-    for &(step, train, val) in &history.evals {
+    for &(step, train, val) in evals {
         if !rows.iter().any(|r| r.step == step) {
-            rows.push(LossRow {
-                step,
-                stage: "train".into(),
-                train: train as f64,
-                val: Some(val as f64),
-                lr: Some(args.get_lr(step) as f64),
-            });
+            rows.push(row(step, train, Some(val)));
         }
     }
     rows.sort_by_key(|r| r.step);
     rows
+}
+
+/// The last evaluation's losses by split, and the first and last
+/// evaluations as the run's figures, for `report.json`.
+pub fn eval_figures(
+    evals: &[(usize, f32, f32)],
+) -> (std::collections::BTreeMap<String, f64>, Vec<report::Target>) {
+    let mut final_losses = std::collections::BTreeMap::new();
+    let mut targets = Vec::new();
+    let mut add = |&(iter, train, val): &(usize, f32, f32)| {
+        for (split, loss) in [("train", train), ("val", val)] {
+            targets.push(report::Target::info(
+                &format!("{split} loss at iteration {iter}"),
+                loss as f64,
+            ));
+        }
+    };
+    if let Some(first) = evals.first().filter(|_| evals.len() > 1) {
+        add(first);
+    }
+    if let Some(last @ &(_, train, val)) = evals.last() {
+        add(last);
+        final_losses.insert("train".to_string(), train as f64);
+        final_losses.insert("val".to_string(), val as f64);
+    }
+    (final_losses, targets)
 }
 
 /// Checks that `dir` can be created and written before any training.
