@@ -29,7 +29,10 @@
 //! [`video`] (the video's models, stage by stage), [`model`] (nanoGPT's
 //! `model.py` in one file), [`nn`] (PyTorch's `Linear`, `Embedding`, dropout),
 //! [`stages`] (each stage's named configuration), [`train`] (the loop),
-//! [`generate`] (sampling), [`checkpoint`] (safetensors).
+//! [`generate`] (sampling), [`checkpoint`] (safetensors), and [`nanogpt`]:
+//! nanoGPT's `prepare.py`, `train.py` and `sample.py` on any text, checked
+//! against nanoGPT's own scripts (`gpt prepare`, `gpt train`, `gpt sample
+//! --out-dir`).
 #![deny(missing_docs)]
 
 pub mod checkpoint;
