@@ -15,6 +15,20 @@ pub struct SampleOptions {
     pub top_k: Option<usize>,
 }
 
+impl SampleOptions {
+    /// The options, or an error naming the flag: the temperature must be
+    /// positive and finite, and top-k at least 1.
+    pub fn checked(temperature: f32, top_k: Option<usize>) -> Result<SampleOptions, String> {
+        if !(temperature > 0.0 && temperature.is_finite()) {
+            return Err(format!("--temperature must be positive, got {temperature}"));
+        }
+        if top_k == Some(0) {
+            return Err("--top-k must be at least 1".into());
+        }
+        Ok(SampleOptions { temperature, top_k })
+    }
+}
+
 impl Default for SampleOptions {
     /// The lecture's `generate`: plain softmax, no temperature, no top-k.
     fn default() -> SampleOptions {

@@ -7,14 +7,11 @@ mod own_text;
 mod run_stage;
 
 use clap::{Args, Parser, Subcommand};
-use gpt::checkpoint;
 use gpt::{generate, SampleOptions, Shakespeare, Stage, Trainer};
 use report::{Run, RunArgs, Target};
 use run_stage::{FIXTURE, TRAIN_FIXTURE};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::process::ExitCode;
-use tensor::rng::TorchGenerator;
 
 // Every step allocates and frees the same large activations; mimalloc keeps
 // them (`gpt::keep_freed_memory`) instead of faulting fresh pages in each step.
@@ -24,7 +21,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(
     name = "gpt",
-    about = "Lecture 7: Let's build GPT, on tiny Shakespeare"
+    about = "Lecture 7: Let's build GPT, on tiny Shakespeare; nanoGPT on your own text"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,23 +35,13 @@ enum Command {
     /// Generate text: from a lecture checkpoint (--checkpoint), or as
     /// nanoGPT's sample.py from an out dir of `gpt train` (--out-dir).
     #[command(args_override_self = true)]
-    Sample(SampleArgs),
+    Sample(gpt::nanogpt::sample::SampleCommand),
     /// nanoGPT's char-level prepare.py: train.bin, val.bin and meta.pkl from any text.
-    Prepare(PrepareArgs),
+    Prepare(gpt::nanogpt::prepare::PrepareArgs),
     /// nanoGPT's train.py on a prepared folder (defaults: its README's CPU line).
     /// As in nanoGPT's configurator, a later flag overrides an earlier one.
     #[command(args_override_self = true)]
     Train(gpt::nanogpt::train::TrainArgs),
-}
-
-#[derive(Args)]
-struct PrepareArgs {
-    /// The text, read as Python's open(path, 'r') reads it (UTF-8, universal newlines).
-    #[arg(long)]
-    input: PathBuf,
-    /// Where train.bin, val.bin and meta.pkl go.
-    #[arg(long = "out-dir", alias = "out_dir", alias = "out")]
-    out_dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -91,68 +78,8 @@ pub struct SamplingArgs {
 
 impl SamplingArgs {
     fn options(self) -> Result<SampleOptions, String> {
-        if !(self.temperature > 0.0 && self.temperature.is_finite()) {
-            return Err(format!(
-                "--temperature must be positive, got {}",
-                self.temperature
-            ));
-        }
-        if self.top_k == Some(0) {
-            return Err("--top-k must be at least 1".into());
-        }
-        Ok(SampleOptions {
-            temperature: self.temperature,
-            top_k: self.top_k,
-        })
+        SampleOptions::checked(self.temperature, self.top_k)
     }
-}
-
-#[derive(Args)]
-struct SampleArgs {
-    /// A checkpoint written by `gpt lecture` (OUT/STAGE.safetensors): the
-    /// lecture's sampling, temperature 1.0 and no top-k by default.
-    #[arg(long, required_unless_present = "out_dir", conflicts_with = "out_dir")]
-    checkpoint: Option<PathBuf>,
-    /// The out dir of `gpt train`: nanoGPT's sample.py, with its defaults
-    /// (10 samples of 500 characters, temperature 0.8, top-k 200).
-    #[arg(long = "out-dir", alias = "out_dir")]
-    out_dir: Option<PathBuf>,
-    /// How many characters to generate (--checkpoint; default 500).
-    #[arg(long, conflicts_with = "out_dir")]
-    chars: Option<usize>,
-    /// Seed of the sampling generator (nanoGPT's sample.py uses 1337).
-    #[arg(long, default_value_t = 1337)]
-    seed: u64,
-    /// Divide the logits by this before sampling.
-    #[arg(long)]
-    temperature: Option<f32>,
-    /// Sample only from the k most likely characters.
-    #[arg(long = "top-k", alias = "top_k")]
-    top_k: Option<usize>,
-    /// The prompt, or FILE:path (--out-dir; default a newline).
-    #[arg(long, conflicts_with = "checkpoint")]
-    start: Option<String>,
-    /// How many samples (--out-dir; default 10).
-    #[arg(
-        long = "num-samples",
-        alias = "num_samples",
-        conflicts_with = "checkpoint"
-    )]
-    num_samples: Option<usize>,
-    /// Characters generated in each sample (--out-dir; default 500).
-    #[arg(
-        long = "max-new-tokens",
-        alias = "max_new_tokens",
-        conflicts_with = "checkpoint"
-    )]
-    max_new_tokens: Option<usize>,
-    /// Only `cpu`: accepted so that nanoGPT's lines can be pasted.
-    #[arg(long, default_value = "cpu")]
-    device: String,
-    /// Accepted for nanoGPT's lines; nothing to compile here.
-    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
-          value_parser = gpt::nanogpt::train::python_bool)]
-    compile: bool,
 }
 
 fn main() -> ExitCode {
@@ -161,66 +88,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lecture(args) => lecture(args),
-        Command::Sample(args) => sample(args),
-        Command::Prepare(args) => prepare(args),
+        Command::Sample(args) => args.run().map(|()| ExitCode::SUCCESS),
+        Command::Prepare(args) => args.run().map(|()| ExitCode::SUCCESS),
         Command::Train(args) => own_text::train(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("error: {e}");
         ExitCode::FAILURE
     })
-}
-
-fn sample(args: SampleArgs) -> Result<ExitCode, String> {
-    if args.device != "cpu" {
-        return Err(format!(
-            "--device {}: this implementation runs on the CPU only; use --device cpu",
-            args.device
-        ));
-    }
-    if let Some(out_dir) = args.out_dir {
-        let defaults = gpt::nanogpt::sample::SampleArgs::new(out_dir);
-        let sample_py = gpt::nanogpt::sample::SampleArgs {
-            start: args.start.unwrap_or(defaults.start.clone()),
-            num_samples: args.num_samples.unwrap_or(defaults.num_samples),
-            max_new_tokens: args.max_new_tokens.unwrap_or(defaults.max_new_tokens),
-            temperature: args.temperature.unwrap_or(defaults.temperature),
-            top_k: args.top_k.unwrap_or(defaults.top_k),
-            seed: args.seed,
-            ..defaults
-        };
-        for text in gpt::nanogpt::sample::sample(&sample_py)? {
-            println!("{text}");
-            println!("---------------");
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let checkpoint = args
-        .checkpoint
-        .expect("clap requires --checkpoint or --out-dir");
-    let opts = SamplingArgs {
-        temperature: args.temperature.unwrap_or(1.0),
-        top_k: args.top_k,
-    }
-    .options()?;
-    let (trainer, vocab) = checkpoint::load(&checkpoint)?;
-    let mut rng = TorchGenerator::manual_seed(args.seed);
-    let ids = generate(
-        &trainer.model,
-        &trainer.params,
-        &mut rng,
-        &[0],
-        args.chars.unwrap_or(500),
-        opts,
-    );
-    println!("{}", vocab.decode(&ids[1..]));
-    Ok(ExitCode::SUCCESS)
-}
-
-fn prepare(args: PrepareArgs) -> Result<ExitCode, String> {
-    let summary = gpt::nanogpt::prepare::prepare_file(&args.input, &args.out_dir)?;
-    print!("{summary}");
-    Ok(ExitCode::SUCCESS)
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {

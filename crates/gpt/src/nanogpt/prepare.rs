@@ -204,6 +204,25 @@ pub fn read_folder(dir: &Path) -> Result<Shakespeare, String> {
     Ok(Shakespeare { vocab, train, val })
 }
 
+/// `gpt prepare`'s flags.
+#[derive(clap::Args)]
+pub struct PrepareArgs {
+    /// The text, read as Python's open(path, 'r') reads it (UTF-8, universal newlines).
+    #[arg(long)]
+    pub input: std::path::PathBuf,
+    /// Where train.bin, val.bin and meta.pkl go.
+    #[arg(long = "out-dir", alias = "out_dir", alias = "out")]
+    pub out_dir: std::path::PathBuf,
+}
+
+impl PrepareArgs {
+    /// Prepares the folder and prints prepare.py's lines.
+    pub fn run(self) -> Result<(), String> {
+        print!("{}", prepare_file(&self.input, &self.out_dir)?);
+        Ok(())
+    }
+}
+
 /// `gpt prepare`: reads `input` as Python does, prepares it, and writes the
 /// folder; every check runs before anything is written, so a bad input leaves
 /// `out_dir` as it was. Returns prepare.py's printed lines.
