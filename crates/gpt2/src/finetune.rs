@@ -287,7 +287,7 @@ impl Finetune {
         );
         println!("Initializing from GPT-2 weights: {}", args.model.display());
         let mut rng = TorchGenerator::manual_seed(args.seed);
-        // ANCHOR: from_pretrained
+        // ANCHOR: load_pretrained
         // GPT.from_pretrained builds GPT(config) first: its initial draws are
         // spent before the weights replace them, so the batches that follow
         // come from where nanoGPT's do.
@@ -312,7 +312,7 @@ impl Finetune {
         if args.block_size < model.config.block_size {
             model.crop_block_size(&mut params, args.block_size); // model surgery
         }
-        // ANCHOR_END: from_pretrained
+        // ANCHOR_END: load_pretrained
         let n = params.count() - model.config.block_size * model.config.n_embd;
         println!("number of parameters: {:.2}M", n as f64 / 1e6);
         let data = Data::open(&args.data, model.config.vocab_size, args.block_size)?;
