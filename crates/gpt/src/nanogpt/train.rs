@@ -132,7 +132,7 @@ pub struct TrainArgs {
     /// The learning rate's floor.
     #[arg(long = "min-lr", alias = "min_lr", default_value_t = 1e-4)]
     pub min_lr: f32,
-    /// Only `cpu`: accepted so that nanoGPT's CPU line can be pasted as it is.
+    /// Only `cpu`: accepted so that the flags of nanoGPT's CPU line can be pasted.
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// Accepted for nanoGPT's CPU line; there is nothing to compile here.
