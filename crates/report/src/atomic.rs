@@ -7,27 +7,44 @@ use std::path::Path;
 /// rename, so readers see either the old file or the whole new one.
 /// Creates the parent folder if needed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent)?;
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other(format!("{} has no file name", path.display())))?;
-    let tmp = parent.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
+    write_atomic_set(&[(path, bytes)])
+}
+
+/// [`write_atomic`] for files that belong together: every temporary file is
+/// written and synced before the first rename, so a failed or killed write
+/// leaves the old set, and only the renames, which take no time to speak of,
+/// stand between the old set and the new one.
+pub fn write_atomic_set(files: &[(&Path, &[u8])]) -> std::io::Result<()> {
+    let mut temps = Vec::with_capacity(files.len());
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        for &(path, bytes) in files {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            std::fs::create_dir_all(parent)?;
+            let file_name = path.file_name().ok_or_else(|| {
+                std::io::Error::other(format!("{} has no file name", path.display()))
+            })?;
+            let tmp = parent.join(format!(
+                ".{}.tmp-{}",
+                file_name.to_string_lossy(),
+                std::process::id()
+            ));
+            temps.push(tmp.clone());
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+        }
+        for (tmp, &(path, _)) in temps.iter().zip(files) {
+            std::fs::rename(tmp, path)?;
+        }
+        Ok(())
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        for tmp in &temps {
+            let _ = std::fs::remove_file(tmp);
+        }
     }
     result
 }

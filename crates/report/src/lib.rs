@@ -12,7 +12,8 @@
 //! - [`Stage::observe`]: what every training loop does after a step (the NaN
 //!   check naming the step, progress, the `loss.csv` row, the loop's ms/step);
 //! - [`Progress`]: a bar on a terminal, plain `step i/n: loss x` lines in CI logs;
-//! - [`write_atomic`]: temp file + rename, so a crash never leaves half a file;
+//! - [`write_atomic`]: temp file + rename, so a crash never leaves half a file
+//!   ([`write_atomic_set`] for files that belong together);
 //! - [`page`]: `runs/index.html`, every run on one page, and its check in a
 //!   real browser (the `runs-page` binary; `cargo xtask report`).
 //!
@@ -39,7 +40,7 @@ mod run;
 mod target;
 pub mod tool_run;
 
-pub use atomic::write_atomic;
+pub use atomic::{write_atomic, write_atomic_set};
 pub use progress::Progress;
 pub use run::{
     loss_csv, utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport,

@@ -28,6 +28,12 @@ pub fn prepare(text: &str, name: &str) -> Result<Shakespeare, String> {
         return Err(format!("{name} is empty: there is no text to prepare"));
     }
     let data = Shakespeare::from_text(text); // chars, stoi, and the int(n*0.9) split
+    if data.train.is_empty() {
+        // One character: int(1*0.9) = 0 leaves train.bin empty.
+        return Err(format!(
+            "{name} holds a single character: its first 90%, the train split, would be empty"
+        ));
+    }
     if data.vocab.len() > MAX_VOCAB {
         return Err(format!(
             "{name} has {} distinct characters; train.bin stores ids as uint16, \
@@ -159,20 +165,29 @@ pub fn read_uint16(bytes: &[u8], vocab_size: usize, name: &str) -> Result<Vec<us
 }
 
 /// Writes `train.bin`, `val.bin` and `meta.pkl` into `dir` (created if
-/// missing), each atomically. Returns the paths written.
+/// missing) as one set ([`report::write_atomic_set`]): a failed write leaves
+/// the folder's old files, not new ids beside an old vocabulary.
 pub fn write_folder(dir: &Path, data: &Shakespeare) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create --out-dir {}: {e}", dir.display()))?;
-    for (file, bytes) in [
-        (TRAIN_BIN, uint16_bytes(&data.train)),
-        (VAL_BIN, uint16_bytes(&data.val)),
-        (META_PKL, meta_pickle(&data.vocab)),
-    ] {
-        let path = dir.join(file);
-        report::write_atomic(&path, &bytes)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
+    let files = [
+        (dir.join(TRAIN_BIN), uint16_bytes(&data.train)),
+        (dir.join(VAL_BIN), uint16_bytes(&data.val)),
+        (dir.join(META_PKL), meta_pickle(&data.vocab)),
+    ];
+    let set: Vec<(&Path, &[u8])> = files
+        .iter()
+        .map(|(p, b)| (p.as_path(), b.as_slice()))
+        .collect();
+    report::write_atomic_set(&set).map_err(|e| {
+        format!(
+            "cannot write {}, {} and {} into {}: {e}",
+            TRAIN_BIN,
+            VAL_BIN,
+            META_PKL,
+            dir.display()
+        )
+    })
 }
 
 /// A file of the folder, or an error naming it and saying what the folder holds.
@@ -262,6 +277,10 @@ mod tests {
         assert!(prepare("", "input.txt")
             .unwrap_err()
             .contains("input.txt is empty"));
+        let err = prepare("x", "input.txt").unwrap_err();
+        assert!(err.contains("train split, would be empty"), "{err}");
+        let two = prepare("xy", "input.txt").unwrap(); // int(2*0.9) = 1
+        assert_eq!((two.train.len(), two.val.len()), (1, 1));
         let err = read_uint16(&[1, 0, 2], 10, "val.bin").unwrap_err();
         assert!(err.contains("odd number"), "{err}");
         let err = read_uint16(&[9, 0], 5, "val.bin").unwrap_err();
