@@ -62,9 +62,14 @@ fn write_record(run: &Run, first_iter: usize, started: Instant, done: bool) -> R
             .then(|| step_ms.iter().sum::<f64>() / step_ms.len() as f64),
         final_losses,
         source: format!(
-            "nanoGPT's train.py (karpathy/nanoGPT 3adf61e) on {}, iterations {first_iter} to {}",
+            "nanoGPT's train.py (karpathy/nanoGPT 3adf61e) on {}, iterations 0 to {}{}",
             run.args.data.display(),
-            run.trainer.iter
+            run.trainer.iter,
+            if first_iter > 0 {
+                format!(", resumed at {first_iter}")
+            } else {
+                String::new()
+            }
         ),
         targets,
     }

@@ -111,6 +111,24 @@ fn prepare_train_resume_sample() {
         "{resumed}"
     );
     assert!(!resumed.contains("iter 3: loss"), "{resumed}");
+    // loss.csv holds the whole run, the first process's rows included, with
+    // one row at the resumed iteration.
+    let csv = std::fs::read_to_string(out.join("loss.csv")).unwrap();
+    let steps: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(steps, ["0", "1", "2", "3", "4", "5", "6"], "{csv}");
+    // The optimizer's betas come from the checkpoint, as nanoGPT's resume
+    // loads them with the optimizer's state.
+    let mut other_beta = resume.clone();
+    other_beta.extend(["--beta2=0.5", "--max_iters=8"]);
+    let resumed = ok(&other_beta);
+    assert!(
+        resumed.contains("--beta2 0.5: the checkpoint's optimizer was built with 0.99"),
+        "{resumed}"
+    );
     // Another model on resume is an error naming what differs.
     let mut wider = resume.clone();
     wider.push("--n_embd=32");
@@ -159,6 +177,11 @@ fn bad_inputs_are_refused_naming_the_file_or_flag() {
         &["prepare", "--input", s(&wide), "--out-dir", s(&out)],
         &["wide.txt", "distinct characters", "65536"],
     );
+    let one = write("one.txt", "é".as_bytes());
+    fails(
+        &["prepare", "--input", s(&one), "--out-dir", s(&out)],
+        &["one.txt", "single character", "train split"],
+    );
     assert!(!out.join("train.bin").exists());
     // train: a val split shorter than block_size + 1.
     let short = write("short.txt", "abcdefghij".repeat(5).as_bytes());
@@ -196,6 +219,28 @@ fn bad_inputs_are_refused_naming_the_file_or_flag() {
         &["train", "--data", s(&prepared), "--bias=maybe"],
         &["--bias", "True or False"],
     );
+    // A batch far past the machine's memory, refused before any allocation.
+    fails(
+        &["train", "--data", s(&prepared), "--batch_size=100000000"],
+        &["--batch-size", "GiB to train", "this machine has"],
+    );
+    // A path that is not UTF-8 cannot be kept in the run's record.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bad = dir.join(std::ffi::OsStr::from_bytes(b"out-\xff"));
+        let out = Command::new(env!("CARGO_BIN_EXE_gpt"))
+            .args(["train", "--data", s(&prepared), "--out-dir"])
+            .arg(&bad)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("--out-dir") && stderr.contains("not UTF-8"),
+            "{stderr}"
+        );
+        assert!(!bad.exists());
+    }
     // A loss that turns NaN stops the run, naming the iteration.
     let mut nan = vec![
         "train",

@@ -132,7 +132,12 @@ pub struct FinetuneArgs {
 impl FinetuneArgs {
     /// The flags' errors, each naming its flag (the checks `gpt train` makes).
     pub fn check(&self) -> Result<(), String> {
-        use gpt::nanogpt::train::{check_optimizer, check_positive};
+        use gpt::nanogpt::train::{check_optimizer, check_positive, check_utf8_paths};
+        check_utf8_paths(&[
+            ("--model", &self.model),
+            ("--data", &self.data),
+            ("--out", &self.out),
+        ])?;
         check_positive(&[
             ("--eval-interval", self.eval_interval),
             ("--log-interval", self.log_interval),
@@ -280,6 +285,24 @@ impl Finetune {
                 args.model.display()
             ));
         }
+        let model_args = gpt::model::GptConfig {
+            block_size: config.block_size,
+            vocab_size: config.vocab_size,
+            n_layer: config.n_layer,
+            n_head: config.n_head,
+            n_embd: config.n_embd,
+            dropout: args.dropout,
+            bias: true,
+        };
+        use gpt::nanogpt::train::{check_memory, training_floats};
+        let cropped = gpt::model::GptConfig {
+            block_size: args.block_size,
+            ..model_args
+        };
+        check_memory(
+            training_floats(&cropped, args.batch_size),
+            "--batch-size, --block-size and the model's size",
+        )?;
         let tokens = args.gradient_accumulation_steps * args.batch_size * args.block_size;
         println!(
             "tokens per iteration will be: {}",
@@ -294,18 +317,7 @@ impl Finetune {
         {
             let mut spent = Params::new();
             let mut init = Init::new(&mut spent, &mut rng);
-            gpt::model::Gpt::new(
-                &mut init,
-                gpt::model::GptConfig {
-                    block_size: config.block_size,
-                    vocab_size: config.vocab_size,
-                    n_layer: config.n_layer,
-                    n_head: config.n_head,
-                    n_embd: config.n_embd,
-                    dropout: args.dropout,
-                    bias: true,
-                },
-            );
+            gpt::model::Gpt::new(&mut init, model_args);
         }
         let (mut model, mut params) = hf::from_pretrained(&args.model)?;
         model.set_dropout(args.dropout); // override_args = dict(dropout=dropout)

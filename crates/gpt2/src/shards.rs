@@ -214,6 +214,15 @@ impl Layout {
                 dir.display()
             )),
             (true, false) => {
+                if dir.join("meta.pkl").is_file() {
+                    // prepare.py's character level: ids of a vocabulary of its own.
+                    return Err(format!(
+                        "{}: holds meta.pkl, so its train.bin and val.bin are character ids \
+                         (`gpt prepare`, nanoGPT's shakespeare_char), not GPT-2's tokens; \
+                         prepare the text with `gpt2 prepare --format nanogpt`",
+                        dir.display()
+                    ));
+                }
                 for path in [&train, &val] {
                     if !path.is_file() {
                         return Err(format!(

@@ -229,6 +229,16 @@ fn bad_inputs_are_refused_naming_the_folder_or_flag() {
     std::fs::write(short.join("val.bin"), [1u8, 0, 2, 0]).unwrap();
     let e = err(base(&tiny, &short, &dir.join("out")));
     assert!(e.contains("val.bin holds 2 tokens"), "{e}");
+    // A character-level folder (`gpt prepare`): its ids are not GPT-2's tokens.
+    std::fs::write(short.join("meta.pkl"), b"").unwrap();
+    let e = err(base(&tiny, &short, &dir.join("out")));
+    assert!(e.contains("meta.pkl") && e.contains("character ids"), "{e}");
+    // A batch far past any machine's memory is refused before it is allocated.
+    let e = err(FinetuneArgs {
+        batch_size: 1 << 40,
+        ..base(&tiny, &data, &dir.join("out"))
+    });
+    assert!(e.contains("--batch-size") && e.contains("GiB"), "{e}");
     // --out that already holds a model is not overwritten.
     let out = dir.join("taken");
     std::fs::create_dir_all(&out).unwrap();

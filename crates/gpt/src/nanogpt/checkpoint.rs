@@ -4,10 +4,11 @@
 //! not stored twice), AdamW's moments, and in the metadata `model_args`,
 //! `iter_num`, `best_val_loss` and `config` as train.py saves them, plus the
 //! vocabulary (sample.py finds it through `config['dataset']`; keeping it here
-//! lets a checkpoint sample after its data folder moved) and a SHA-256 over
-//! everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
+//! lets a checkpoint sample after its data folder moved), the run's losses
+//! and evaluations so far (so a resumed run's `loss.csv` is whole), and a
+//! SHA-256 over everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
 
-use super::train::{Run, TrainArgs};
+use super::train::{History, Run, TrainArgs};
 use crate::checkpoint::{
     check_digest, model_and_moments, restore_model_and_moments, serialize_with_digest,
 };
@@ -35,6 +36,9 @@ pub struct Checkpoint {
     pub config: TrainArgs,
     /// The characters of meta.pkl, in id order.
     pub vocab: CharVocab,
+    /// The losses and evaluations up to the save (empty in a checkpoint
+    /// written before the history was kept).
+    pub history: History,
     /// The safetensors bytes, for [`Checkpoint::restore`].
     bytes: Vec<u8>,
 }
@@ -86,6 +90,12 @@ impl Checkpoint {
         let iter_num = number("iter_num")? as usize;
         let best_val_loss = number("best_val_loss")? as f32;
         let vocab = CharVocab::from_chars(field("vocab")?.chars().collect());
+        let history = match meta.get("history") {
+            Some(json) => {
+                serde_json::from_str(json).map_err(|e| format!("bad history metadata: {e}"))?
+            }
+            None => History::default(),
+        };
         if vocab.len() != model_args.vocab_size {
             return Err(format!(
                 "its vocabulary has {} characters but model_args says vocab_size {}",
@@ -102,8 +112,39 @@ impl Checkpoint {
             best_val_loss,
             config,
             vocab,
+            history,
             bytes,
         })
+    }
+
+    /// nanoGPT's resume loads the optimizer's state dict, and with it the
+    /// saved run's betas and weight decay (the learning rate is set again at
+    /// every iteration). The flags' values give way to the checkpoint's,
+    /// with a line saying so when they differ.
+    pub fn take_optimizer_settings(&self, args: &mut TrainArgs) {
+        let saved = &self.config;
+        for (flag, ours, theirs) in [
+            ("--beta1", &mut args.beta1, saved.beta1),
+            ("--beta2", &mut args.beta2, saved.beta2),
+            ("--weight-decay", &mut args.weight_decay, saved.weight_decay),
+        ] {
+            if *ours != theirs {
+                println!(
+                    "{flag} {ours}: the checkpoint's optimizer was built with {theirs}, \
+                     and resuming keeps it, as nanoGPT's load_state_dict does"
+                );
+                *ours = theirs;
+            }
+        }
+    }
+
+    /// The history up to the save, less the evaluation at the save's own
+    /// iteration, which the resumed loop runs again.
+    pub fn history_before_resume(&self) -> History {
+        let mut history = self.history.clone();
+        history.losses.retain(|&(iter, _)| iter < self.iter_num);
+        history.evals.retain(|&(iter, _, _)| iter < self.iter_num);
+        history
     }
 
     /// `--init-from resume`: the flags' model must be the checkpoint's (nanoGPT
@@ -173,6 +214,7 @@ impl CheckpointToSave<'_> {
             ("config".to_string(), to_json(&run.args)?),
             ("adamw_step".to_string(), trainer.opt.steps().to_string()),
             ("vocab".to_string(), run.data.vocab.chars().iter().collect()),
+            ("history".to_string(), to_json(&run.history)?),
         ]);
         serialize_with_digest(&tensors, metadata)
     }

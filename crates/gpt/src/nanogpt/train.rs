@@ -53,7 +53,8 @@ pub struct TrainArgs {
     /// Batches per split in each evaluation.
     #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 20)]
     pub eval_iters: usize,
-    /// Evaluate once and stop.
+    /// Evaluate once and stop: with `--init-from resume`, the checkpoint's
+    /// model on both splits (nothing is saved, as at nanoGPT's iteration 0).
     #[arg(long = "eval-only", alias = "eval_only", default_value = "False", num_args = 0..=1,
           default_missing_value = "True", value_parser = python_bool)]
     pub eval_only: bool,
@@ -147,6 +148,7 @@ pub struct TrainArgs {
 impl TrainArgs {
     /// The flags' errors, before any file is read: each names its flag.
     pub fn check(&self) -> Result<(), String> {
+        check_utf8_paths(&[("--data", &self.data), ("--out-dir", &self.out_dir)])?;
         let positive = [
             ("--eval-interval", self.eval_interval),
             ("--log-interval", self.log_interval),
@@ -293,6 +295,74 @@ impl Schedule {
     }
 }
 
+/// Each path flag must be UTF-8: the run's record (`config` in the
+/// checkpoint, `report.json`) stores it as text, and finding that out after
+/// training would lose the run.
+pub fn check_utf8_paths(flags: &[(&str, &Path)]) -> Result<(), String> {
+    match flags.iter().find(|(_, p)| p.to_str().is_none()) {
+        Some((flag, p)) => Err(format!(
+            "{flag} {}: the path is not UTF-8; the run's record stores it as text, \
+             so give a UTF-8 path",
+            p.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The `f32`s a nanoGPT-shaped model needs at the least to train: each
+/// parameter four times (value, gradient, AdamW's two moments), and one
+/// micro-batch's activations, about 16 per channel per token in each block
+/// and two per logit. `None` when the count overflows.
+pub fn training_floats(model: &GptConfig, batch_size: usize) -> Option<u64> {
+    let [v, t, l, c, b] = [
+        model.vocab_size,
+        model.block_size,
+        model.n_layer,
+        model.n_embd,
+        batch_size,
+    ]
+    .map(|n| n as u64);
+    let block = c
+        .checked_mul(c)?
+        .checked_mul(12)?
+        .checked_add(c.checked_mul(13)?)?;
+    let params = v
+        .checked_add(t)?
+        .checked_mul(c)?
+        .checked_add(l.checked_mul(block)?)?;
+    let per_token = l
+        .checked_mul(c)?
+        .checked_mul(16)?
+        .checked_add(v.checked_mul(2)?)?;
+    let activations = b.checked_mul(t)?.checked_mul(per_token)?;
+    params.checked_mul(4)?.checked_add(activations)
+}
+
+/// Refuses flags whose run needs more memory than the machine has
+/// ([`training_floats`] against `/proc/meminfo`'s MemTotal), before anything
+/// is allocated: an allocation that fails aborts the process.
+pub fn check_memory(floats: Option<u64>, flags: &str) -> Result<(), String> {
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    let needed = floats.and_then(|f| f.checked_mul(4));
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        kb.checked_mul(1024)
+    });
+    match (needed, total) {
+        (None, _) => Err(format!(
+            "these flags ({flags}) describe a model and batch too large to count in memory"
+        )),
+        (Some(n), Some(t)) if n > t => Err(format!(
+            "these flags ({flags}) need at least {:.1} GiB to train (parameters, gradients, \
+             AdamW's moments and one micro-batch's activations); this machine has {:.1} GiB",
+            gib(n),
+            gib(t)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Each flag of `flags` must be at least 1.
 pub fn check_positive(flags: &[(&str, usize)]) -> Result<(), String> {
     match flags.iter().find(|(_, v)| *v == 0) {
@@ -348,13 +418,17 @@ pub fn estimate_mfu(n_params: usize, model: &GptConfig, fwdbwd_per_iter: usize, 
 }
 
 /// What a run of [`train`] leaves: every logged loss and every evaluation.
-#[derive(Clone, Debug, Default)]
+/// The checkpoint keeps the losses and evaluations, so a resumed run's
+/// `loss.csv` starts at iteration 0.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct History {
     /// `(iter, loss)` of each logged iteration, the loss at full precision.
     pub losses: Vec<(usize, f32)>,
     /// `(iter, train, val)` of each evaluation.
     pub evals: Vec<(usize, f32, f32)>,
-    /// Milliseconds of each iteration (`dt`), evaluations included as in nanoGPT's.
+    /// Milliseconds of each iteration (`dt`), evaluations included as in
+    /// nanoGPT's; this process's only.
+    #[serde(skip)]
     pub step_ms: Vec<f64>,
 }
 
@@ -375,7 +449,7 @@ pub struct Run {
 impl Run {
     /// `train.py` up to the loop: the data, `torch.manual_seed`, the model from
     /// scratch or from OUT_DIR's checkpoint, and AdamW. Prints nanoGPT's lines.
-    pub fn start(args: TrainArgs) -> Result<Run, String> {
+    pub fn start(mut args: TrainArgs) -> Result<Run, String> {
         args.check()?;
         let data = prepare::read_folder(&args.data)?;
         for (split, ids, file) in [
@@ -399,6 +473,10 @@ impl Run {
             args.data.join(prepare::META_PKL).display()
         );
         let model = args.model_args(data.vocab.len());
+        check_memory(
+            training_floats(&model, args.batch_size),
+            "--batch-size, --block-size, --n-layer, --n-embd and the vocabulary",
+        )?;
         let ckpt_path = args.out_dir.join(checkpoint::FILE);
         let resumed = if args.init_from == "resume" {
             println!("Resuming training from {}", args.out_dir.display());
@@ -411,6 +489,7 @@ impl Run {
                     args.data.join(prepare::META_PKL).display()
                 ));
             }
+            ckpt.take_optimizer_settings(&mut args);
             Some(ckpt)
         } else {
             println!("Initializing a new model from scratch");
@@ -422,10 +501,12 @@ impl Run {
             num_params(&trainer, &model) as f64 / 1e6
         );
         let mut best_val_loss = 1e9;
+        let mut history = History::default();
         if let Some(ckpt) = resumed {
             ckpt.restore(&mut trainer)
                 .map_err(|e| format!("checkpoint {}: {e}", ckpt_path.display()))?;
             best_val_loss = ckpt.best_val_loss;
+            history = ckpt.history_before_resume();
         }
         print_groups(&trainer);
         Ok(Run {
@@ -433,7 +514,7 @@ impl Run {
             trainer,
             data,
             best_val_loss,
-            history: History::default(),
+            history,
         })
     }
 
