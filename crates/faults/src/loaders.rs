@@ -1,8 +1,8 @@
 //! The loaders the corpus damages, each with a valid file: the datasets, the
 //! GPT checkpoints of lectures 7 and 9, OpenAI's weights in safetensors,
 //! llm.c's model and tokenizer files, token shards, the tokenizer files of
-//! lecture 8, the run reports, makemore's files, and nanoGPT's prepared
-//! folder (`meta.pkl`, headerless `.bin`). Not here: HellaSwag's `.jsonl` (a free
+//! lecture 8, the run reports, makemore's files, nanoGPT's prepared
+//! folder (`meta.pkl`, headerless `.bin`) and `gpt train`'s checkpoint. Not here: HellaSwag's `.jsonl` (a free
 //! text format, with its own tests in `gpt2`), Hugging Face's `config.json`
 //! (only ever beside the weights, undamaged) and `cl100k_base.tiktoken`
 //! (the same parser as `r50k_base`).
@@ -34,6 +34,7 @@ pub fn all(data: Option<&Path>) -> Result<Vec<Loader>, String> {
         makemore_file(MakemoreFile::Last)?,
         nanogpt_meta()?,
         nanogpt_bin()?,
+        nanogpt_checkpoint()?,
     ];
     if let Some(dir) = data {
         loaders.push(dataset(dir)?);
@@ -600,5 +601,61 @@ fn nanogpt_bin() -> Result<Loader, String> {
         protection: Protection::Headerless(2),
         load: Box::new(nanogpt_loaded),
         special: vec![],
+    })
+}
+
+/// `gpt train`'s `ckpt.safetensors` after one step of a tiny model on the
+/// text of [`nanogpt_folder`], with a loss and an evaluation in its history.
+fn nanogpt_checkpoint() -> Result<Loader, String> {
+    use clap::Parser;
+    use gpt::nanogpt::checkpoint::Checkpoint;
+    use gpt::nanogpt::train::{History, Run, TrainArgs};
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: TrainArgs,
+    }
+    let args = Cli::try_parse_from([
+        "train",
+        "--data=prepared",
+        "--n_layer=1",
+        "--n_head=2",
+        "--n_embd=16",
+        "--block_size=8",
+        "--batch_size=2",
+    ])
+    .map_err(|e| e.to_string())?
+    .args;
+    let text = "Über die Brücke, über das Feld 🙂\nΚαλημέρα, мир!\n".repeat(4);
+    let data = gpt::nanogpt::prepare::prepare(&text, "text")?;
+    let vocab_size = data.vocab.len();
+    let mut run = Run {
+        trainer: gpt::Trainer::new(args.config(args.model_args(vocab_size))),
+        args,
+        data,
+        best_val_loss: 3.5,
+        history: History {
+            losses: vec![(0, 3.6)],
+            evals: vec![(0, 3.6, 3.5)],
+            step_ms: vec![],
+        },
+    };
+    let mut batch = run.trainer.get_batch(&run.data, gpt::Split::Train);
+    run.step(&mut batch, 1e-3);
+    let valid = Checkpoint::of(&run).to_bytes()?;
+    let wte = (format!("[{vocab_size},16]"), format!("[{vocab_size},15]"));
+    Ok(Loader {
+        name: "nanoGPT checkpoint (gpt train)",
+        file_name: gpt::nanogpt::checkpoint::FILE.into(),
+        special: safetensors_special(&valid, (&wte.0, &wte.1)),
+        valid,
+        companions: vec![],
+        protection: Protection::Checksum,
+        load: Box::new(|path| {
+            let ckpt = Checkpoint::load(path)?;
+            let mut trainer = gpt::Trainer::new(ckpt.config.config(ckpt.model_args));
+            ckpt.restore(&mut trainer)?;
+            Ok(Loaded::Value)
+        }),
     })
 }
