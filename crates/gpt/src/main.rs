@@ -84,6 +84,10 @@ impl SamplingArgs {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
+    if let Err(e) = tensor::check_threads_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     gpt::keep_freed_memory();
     let cli = Cli::parse();
     let result = match cli.command {

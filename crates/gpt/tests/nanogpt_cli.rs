@@ -241,6 +241,26 @@ fn bad_inputs_are_refused_naming_the_file_or_flag() {
         );
         assert!(!bad.exists());
     }
+    // A thread count that is not a positive integer, refused before any work.
+    for threads in ["abc", "0", ""] {
+        let out = Command::new(env!("CARGO_BIN_EXE_gpt"))
+            .args(["prepare", "--input", s(&own_text()), "--out-dir"])
+            .arg(dir.join("threads"))
+            .env("ZTH_THREADS", threads)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "ZTH_THREADS={threads:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("ZTH_THREADS={threads:?}")) && stderr.contains("at least 1"),
+            "{stderr}"
+        );
+        assert!(!dir.join("threads").exists());
+    }
     // A loss that turns NaN stops the run, naming the iteration.
     let mut nan = vec![
         "train",

@@ -334,6 +334,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
+    if let Err(e) = tensor::check_threads_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     gpt2::keep_freed_memory();
     match run(Cli::parse()) {
         Ok(code) => code,

@@ -82,6 +82,10 @@ const QUICK_STEPS: usize = 20;
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
+    if let Err(e) = tensor::check_threads_env() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let Command::Lecture {
         run: args,
         exercises,

@@ -147,6 +147,10 @@ fn options(cli: Cli) -> Result<Options, String> {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
+    if let Err(e) = tensor::check_threads_env() {
+        eprintln!("makemore: error: {e}");
+        return ExitCode::from(2);
+    }
     match options(Cli::parse()).and_then(|o| makemore::run(&o)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

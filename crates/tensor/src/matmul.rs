@@ -42,25 +42,43 @@ const BLOCK_ALIGN: usize = 64;
 /// The thread count, fixed on first use.
 static THREADS: OnceLock<usize> = OnceLock::new();
 
-/// How many threads matrix products may use: `ZTH_THREADS` if it is set to a
-/// positive integer, otherwise the number of available cores (or what
-/// [`set_max_threads`] set).
+/// How many threads matrix products may use: `ZTH_THREADS` if it is set,
+/// otherwise the number of available cores (or what [`set_max_threads`]
+/// set). A `ZTH_THREADS` that is not a positive integer ends the program
+/// with an error naming it: a run on a thread count nobody asked for would
+/// be a silent wrong answer to the question the variable asks. Binaries call
+/// [`check_threads_env`] first, so the error comes before any work.
 pub fn max_threads() -> usize {
-    *THREADS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        match std::env::var("ZTH_THREADS") {
-            Err(_) => cores,
-            Ok(text) => match text.trim().parse::<usize>() {
-                Ok(n) if n > 0 => n,
-                _ => {
-                    eprintln!(
-                        "ZTH_THREADS={text:?} is not a positive integer; using {cores} threads"
-                    );
-                    cores
-                }
-            },
+    *THREADS.get_or_init(|| match threads_from_env() {
+        Ok(Some(n)) => n,
+        Ok(None) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2)
         }
     })
+}
+
+/// `ZTH_THREADS` read: `None` when unset, an error naming it when it is not
+/// a positive integer.
+pub fn threads_from_env() -> Result<Option<usize>, String> {
+    match std::env::var_os("ZTH_THREADS") {
+        None => Ok(None),
+        Some(os) => match os.to_str().map(|t| t.trim().parse::<usize>()) {
+            Some(Ok(n)) if n > 0 => Ok(Some(n)),
+            _ => Err(format!(
+                "ZTH_THREADS={:?}: it takes the number of threads, a whole number of at \
+                 least 1 (unset it to use every core)",
+                os.to_string_lossy()
+            )),
+        },
+    }
+}
+
+/// Checks `ZTH_THREADS` without fixing the thread count: the first thing a
+/// binary does, so that a bad value is refused before any work.
+pub fn check_threads_env() -> Result<(), String> {
+    threads_from_env().map(|_| ())
 }
 
 /// Fixes the thread count before the first product, as a program does that
