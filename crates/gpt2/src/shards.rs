@@ -780,7 +780,9 @@ pub fn prepare(
         written.push(path);
         Ok(())
     };
+    let mut text_tokens = 0; // the tokens besides each document's end-of-text
     for_each_document(input, kind, &tokenizer, &mut |tokens, read| {
+        text_tokens += tokens.len() - 1;
         let mut rest = &tokens[..];
         while shard.len() + rest.len() >= shard_tokens {
             let take = shard_tokens - shard.len();
@@ -793,6 +795,16 @@ pub fn prepare(
         bar.set_position(read);
         Ok(())
     })?;
+    if text_tokens == 0 {
+        // Only end-of-text tokens: nothing to train on.
+        for path in &written {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(format!(
+            "input file {}: it holds no text to tokenize",
+            input.display()
+        ));
+    }
     if !shard.is_empty() {
         write(&shard, &mut written)?;
     }

@@ -294,3 +294,37 @@ fn a_refused_state_leaves_the_loader_where_it_was() {
     assert_eq!(loader.state(), before);
     assert_eq!(loader.next_batch().0, (6..12).collect::<Vec<_>>());
 }
+
+#[test]
+fn an_input_with_no_text_is_refused_and_writes_no_shard() {
+    let out = scratch("no-text");
+    let err = prepare(
+        Path::new("/dev/null"),
+        &InputKind::Text,
+        &out,
+        "empty",
+        1,
+        ShardFormat::Npy,
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("/dev/null") && err.contains("no text"),
+        "{err}"
+    );
+    let jsonl = out.join("blank.jsonl");
+    std::fs::write(&jsonl, "{\"text\": \"\"}\n\n{\"text\": \"\"}\n").unwrap();
+    let kind = InputKind::Jsonl {
+        field: "text".into(),
+    };
+    let err = prepare(&jsonl, &kind, &out, "blank", 1, ShardFormat::Bin).unwrap_err();
+    assert!(
+        err.contains("blank.jsonl") && err.contains("no text"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["blank.jsonl"]);
+    std::fs::remove_dir_all(out).unwrap();
+}
