@@ -90,9 +90,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             "batch_size": BATCH_SIZE, "steps": steps, "lr": "0.1, 0.01 from step 100000",
             "bn": "unbiased variance, eps 1e-5, calibrated on the training set",
         }),
-    );
-    std::fs::create_dir_all(run.out_dir())
-        .map_err(|e| format!("cannot create {}: {e}", run.out_dir().display()))?;
+    )?;
     let seed = run.seed();
     let lecture_seed = seed == 42;
     let splits = Splits::load(3).map_err(|e| e.to_string())?;

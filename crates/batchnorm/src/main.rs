@@ -71,7 +71,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
                     "lr": "0.1, 0.01 from 150000", "batchnorm": "unbiased var, eps 1e-5, momentum 0.1"},
         "ladder": args.ladder,
     });
-    let mut run = Run::new(4, "batchnorm", &args.run, SEED, config);
+    let mut run = Run::new(4, "batchnorm", &args.run, SEED, config)?;
     if run.seed() != SEED {
         println!("note: the lecture's generator seed is {SEED}; exact targets assume it");
     }

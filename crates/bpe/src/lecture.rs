@@ -306,7 +306,7 @@ pub fn run(args: LectureArgs) -> Res<ExitCode> {
         "vocab_size": VOCAB_SIZE, "corpus": "taylorswift.txt", "regex_pattern": "GPT-4",
         "trainer": "incremental", "big_vocab": BIG_VOCAB,
     });
-    let mut run = Run::new(8, "bpe", &args.run, 0, config);
+    let mut run = Run::new(8, "bpe", &args.run, 0, config)?;
     std::fs::create_dir_all(run.out_dir())?;
     let out = run.out_dir().to_path_buf();
     let swift = read("taylorswift.txt")?;

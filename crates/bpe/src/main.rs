@@ -174,6 +174,9 @@ fn run(cli: Cli) -> BoxResult<ExitCode> {
             verbose,
         } => {
             let text = read_input(&input)?;
+            // The folder PREFIX.model goes into, checked before the training.
+            let folder = out.parent().filter(|p| !p.as_os_str().is_empty());
+            report::check_out_dir("--out", folder.unwrap_or(Path::new(".")))?;
             let pattern = match pattern {
                 PatternArg::Gpt2 => GPT2_SPLIT_PATTERN,
                 PatternArg::Gpt4 => GPT4_SPLIT_PATTERN,
@@ -189,10 +192,6 @@ fn run(cli: Cli) -> BoxResult<ExitCode> {
             let secs = t0.elapsed().as_secs_f64();
             if verbose {
                 bpe::print_merges(&records, tok.merges());
-            }
-            if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("{}: {e}", parent.display()))?;
             }
             let (model, vocab) = tok.save(&out)?;
             eprintln!(

@@ -146,3 +146,24 @@ fn missing_data_names_the_file_and_the_fix() {
         "{err}"
     );
 }
+
+#[test]
+fn an_out_prefix_that_cannot_be_written_is_refused_before_training() {
+    let input = tmp("unwritable.txt");
+    std::fs::write(&input, "aaab".repeat(50)).unwrap();
+    let out = bpe(&[
+        "train",
+        "--vocab-size",
+        "258",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        "/proc/zth-bpe/model",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("cannot create --out /proc/zth-bpe") && !stderr.contains("trained"),
+        "{stderr}"
+    );
+}

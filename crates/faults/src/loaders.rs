@@ -439,7 +439,7 @@ fn run_files() -> Result<(Vec<u8>, Vec<u8>), String> {
         seed: None,
         steps: None,
     };
-    let mut run = report::Run::new(7, "faults", &args, 1337, serde_json::json!({"lr": 0.1}));
+    let mut run = report::Run::new(7, "faults", &args, 1337, serde_json::json!({"lr": 0.1}))?;
     let stage = run.stage("train");
     stage.start_training("train", 40, report::LogEvery::Step(1));
     for step in 0..40 {

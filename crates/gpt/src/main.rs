@@ -112,7 +112,6 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     } else {
         vec![Stage::Bigram, Stage::Layernorm, Stage::Cpu]
     };
-    let data = Shakespeare::load().map_err(|e| e.to_string())?;
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture is JSON");
     let train_fixture: Value = serde_json::from_str(TRAIN_FIXTURE).expect("fixture is JSON");
     let config = json!({
@@ -121,7 +120,8 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         "temperature": opts.temperature,
         "top_k": opts.top_k,
     });
-    let mut run = Run::new(7, "gpt", &args.run, 1337, config);
+    let mut run = Run::new(7, "gpt", &args.run, 1337, config)?;
+    let data = Shakespeare::load().map_err(|e| e.to_string())?;
     println!(
         "tiny Shakespeare: {} characters, vocab {}, train {}, val {}",
         data.train.len() + data.val.len(),

@@ -12,7 +12,7 @@ const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
 
 pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
     args.check()?;
-    train::check_out_dir(&args.out_dir)?;
+    report::check_out_dir("--out-dir", &args.out_dir)?;
     let ckpt = args.out_dir.join(gpt::nanogpt::checkpoint::FILE);
     if args.init_from == "scratch" && ckpt.exists() {
         // nanoGPT would overwrite it at the first evaluation that improves.

@@ -261,6 +261,21 @@ fn bad_inputs_are_refused_naming_the_file_or_flag() {
         );
         assert!(!dir.join("threads").exists());
     }
+    // An output folder that cannot be created, found before any training.
+    fails(
+        &[
+            "train",
+            "--data",
+            s(&prepared),
+            "--out-dir",
+            "/proc/zth-gpt",
+        ],
+        &["cannot create --out-dir /proc/zth-gpt"],
+    );
+    fails(
+        &["lecture", "--stage", "bigram", "--out", "/proc/zth-gpt"],
+        &["cannot create --out /proc/zth-gpt"],
+    );
     // A loss that turns NaN stops the run, naming the iteration.
     let mut nan = vec![
         "train",

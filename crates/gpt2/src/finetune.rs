@@ -472,7 +472,7 @@ const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
 /// and at the end, mirrored onto the runs page.
 pub fn run(args: FinetuneArgs) -> Result<(), String> {
     args.check()?;
-    gpt::nanogpt::train::check_out_dir(&args.out)?;
+    report::check_out_dir("--out", &args.out)?;
     if args.out.join("model.safetensors").exists() {
         return Err(format!(
             "--out {} already holds a model (model.safetensors); give another --out",

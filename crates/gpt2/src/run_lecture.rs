@@ -79,7 +79,7 @@ pub fn lecture(args: LectureArgs) -> Result<std::process::ExitCode, String> {
         &args.run,
         config.seed,
         serde_json::to_value(&config).expect("JSON"),
-    );
+    )?;
     let quick = run.quick();
     let steps_override = run.steps_override();
     let full = !quick && steps_override.is_none() && config.seed == 1337 && args.data.is_none();

@@ -737,7 +737,7 @@ pub fn prepare(
     let size = std::fs::metadata(input)
         .map_err(|e| format!("{}: {e}", input.display()))?
         .len();
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    report::check_out_dir("--out", out)?;
     for split in ["val", "train"] {
         if let Ok(existing) = list_shards(out, split) {
             if let Some(old) = existing.iter().find(|p| {
@@ -843,7 +843,7 @@ pub fn prepare_nanogpt(input: &Path, out: &Path) -> Result<Vec<PathBuf>, String>
             .collect()
     };
     let (train, val) = (encode(train, "train")?, encode(val, "val")?);
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    report::check_out_dir("--out", out)?;
     let mut written = Vec::new();
     for (name, tokens) in [("train.bin", &train), ("val.bin", &val)] {
         let path = out.join(name);

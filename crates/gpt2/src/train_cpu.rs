@@ -133,6 +133,9 @@ fn train_on(
     ranks: Rc<dyn Collective>,
 ) -> Result<ExitCode, String> {
     let master = ranks.is_master();
+    if master {
+        report::check_out_dir("--out", &args.out)?;
+    }
     let ddp: Box<dyn Collective> = Box::new(ranks);
     let mut config = RecipeConfig::cpu();
     if let Some(b) = args.batch_size {

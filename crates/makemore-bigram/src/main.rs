@@ -115,7 +115,7 @@ fn lecture(
         "smoothing": 1, "learning_rate": LEARNING_RATE, "regularization": 0.01, "steps": steps,
         "generator": "torch.Generator().manual_seed(seed)", "exercises": format!("{exercises:?}"),
     });
-    let mut run = Run::new(2, "makemore-bigram", args, LECTURE_SEED, config);
+    let mut run = Run::new(2, "makemore-bigram", args, LECTURE_SEED, config)?;
     let seed = run.seed();
     let seeded_as_lecture = seed == LECTURE_SEED;
     let words = words()?;

@@ -99,9 +99,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
             "batch_size": makemore_mlp::BATCH_SIZE, "steps": steps, "lr": "0.1, 0.01 from step 100000",
             "init_seed": INIT_SEED, "fixed_init": args.fixed_init, "lr_find": args.lr_find,
         }),
-    );
-    std::fs::create_dir_all(run.out_dir())
-        .map_err(|e| format!("cannot create {}: {e}", run.out_dir().display()))?;
+    )?;
     let seed = run.seed();
     // Numbers tied to the default seed's minibatches are only checked for that seed.
     let lecture_seed = seed == 42;

@@ -82,16 +82,6 @@ fn args_line(o: &Options, input: &str) -> String {
     )
 }
 
-/// Checks, before anything is trained, that the work dir can be written.
-fn check_work_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create work dir {}: {e}", dir.display()))?;
-    let probe = dir.join(format!(".write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| format!("cannot write in work dir {}: {e}", dir.display()))
-}
-
 /// Runs makemore: sample only, or train (from scratch or resumed) until
 /// `--max-steps` or Ctrl-C. Returns an error message naming the file, line or
 /// flag at fault.
@@ -104,7 +94,7 @@ pub fn run(o: &Options) -> Result<(), String> {
         ),
     };
     println!("{}", args_line(o, &input_name));
-    check_work_dir(&o.work_dir)?;
+    report::check_out_dir("--work-dir", &o.work_dir)?;
     let words = read_words(&input).map_err(|e| e.to_string())?;
     let mut trainer = Trainer::new(o.train.clone(), words)
         .map_err(|e| format!("input file {}: {e}", input.display()))?;

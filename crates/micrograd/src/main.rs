@@ -58,7 +58,13 @@ fn main() -> ExitCode {
         },
         "quick": "identical to the full run, which takes about a second in release",
     });
-    let mut run = Run::new(1, "micrograd", &args, SEED, config);
+    let mut run = match Run::new(1, "micrograd", &args, SEED, config) {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     report::plot::register_font();
     stages::examples::run_stage(&mut run);
     if let Err(e) = regression_stage(&mut run).and_then(|()| moons_stage(&mut run)) {

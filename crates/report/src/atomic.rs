@@ -49,6 +49,18 @@ pub fn write_atomic_set(files: &[(&Path, &[u8])]) -> std::io::Result<()> {
     result
 }
 
+/// Checks, before any work, that the output folder `dir` (given by `flag`)
+/// can be created and written: a run that trains for an hour and then
+/// cannot save has lost the hour.
+pub fn check_out_dir(flag: &str, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create {flag} {}: {e}", dir.display()))?;
+    let probe = dir.join(format!(".write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("cannot write into {flag} {}: {e}", dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -312,18 +312,21 @@ pub struct Run {
 }
 
 impl Run {
-    /// Starts a run. `default_seed` is the lecture's own seed, used unless `--seed` is given.
+    /// Starts a run. `default_seed` is the lecture's own seed, used unless
+    /// `--seed` is given. Fails, before any work, if `--out` cannot be
+    /// created and written.
     pub fn new(
         lecture: u32,
         crate_name: &str,
         args: &RunArgs,
         default_seed: u64,
         config: Value,
-    ) -> Run {
+    ) -> Result<Run, String> {
+        crate::check_out_dir("--out", &args.out)?;
         let seed = args.seed.unwrap_or(default_seed);
         let mode = if args.quick { "quick" } else { "full" };
         println!("lecture {lecture} ({crate_name}), {mode} run, seed {seed}");
-        Run {
+        Ok(Run {
             lecture,
             crate_name: crate_name.to_string(),
             args: args.clone(),
@@ -331,7 +334,7 @@ impl Run {
             config,
             started: Instant::now(),
             stages: Vec::new(),
-        }
+        })
     }
 
     /// The seed in force.
@@ -564,7 +567,7 @@ mod tests {
     #[test]
     fn observe_logs_as_asked_and_stops_on_nan_naming_the_step() {
         let dir = std::env::temp_dir().join(format!("report-observe-{}", std::process::id()));
-        let mut run = Run::new(3, "makemore-mlp", &args(&dir), 42, serde_json::json!({}));
+        let mut run = Run::new(3, "makemore-mlp", &args(&dir), 42, serde_json::json!({})).unwrap();
         let stage = run.stage("every");
         stage.start_training("every", 5, LogEvery::Step(2));
         for step in 0..5 {
@@ -602,7 +605,8 @@ mod tests {
             &args(&dir),
             2147483647,
             serde_json::json!({"lr": 50}),
-        );
+        )
+        .unwrap();
         let stage = run.stage("neural");
         for step in 0..3 {
             stage.log(step, 3.0 - step as f64 * 0.1, None, Some(50.0));

@@ -33,7 +33,7 @@ fn make_runs(name: &str) -> PathBuf {
             seed: None,
             steps: None,
         };
-        let mut run = Run::new(lecture, "demo", &args, 42, json!({"lr": 0.1}));
+        let mut run = Run::new(lecture, "demo", &args, 42, json!({"lr": 0.1})).unwrap();
         let stage = run.stage("train");
         stage.set_source("demo.ipynb cell[3]");
         stage.start_training("train", 30, LogEvery::Step(1));

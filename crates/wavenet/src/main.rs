@@ -65,7 +65,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         "steps": STEPS, "lr": "0.1, 0.01 from 150000", "seed": "torch.manual_seed(42): layers, then minibatches",
         "batchnorm": "over (0, 1) for 3-D input, unbiased var, eps 1e-5, momentum 0.1", "ladder": args.ladder,
     });
-    let mut run = Run::new(6, "wavenet", &args.run, SEED, config);
+    let mut run = Run::new(6, "wavenet", &args.run, SEED, config)?;
     let seed = run.seed();
     let gates = seed == SEED;
     let quick = run.quick();

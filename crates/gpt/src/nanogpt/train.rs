@@ -732,17 +732,6 @@ pub fn eval_figures(
     (final_losses, targets)
 }
 
-/// Checks that `dir` can be created and written before any training.
-pub fn check_out_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create --out-dir {}: {e}", dir.display()))?;
-    let probe = dir.join(format!(".write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| format!("cannot write into --out-dir {}: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
