@@ -29,7 +29,7 @@ pub fn run(args: Args) -> TaskResult {
     let out = std::env::current_dir()
         .map_err(|e| format!("the current folder: {e}"))?
         .join(&args.out);
-    let mut cmd = classroom();
+    let mut cmd = classroom()?;
     cmd.arg("assign")
         .args(lecture_flags(lecture))
         .arg("--out")
@@ -50,12 +50,12 @@ pub fn build_classroom() -> Result<(), String> {
     Ok(())
 }
 
-/// The `classroom` binary, given the repository it grades against.
-pub fn classroom() -> Command {
-    let root = workspace_root();
-    let mut cmd = Command::new(root.join("target/release/classroom"));
-    cmd.arg("--root").arg(root);
-    cmd
+/// The `classroom` binary that [`build_classroom`] built, given the
+/// repository it grades against.
+pub fn classroom() -> Result<Command, String> {
+    let mut cmd = Command::new(crate::target_dir()?.join("release/classroom"));
+    cmd.arg("--root").arg(workspace_root());
+    Ok(cmd)
 }
 
 /// `--lecture N --crate NAME --data FILE …`

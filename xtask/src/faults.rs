@@ -11,7 +11,7 @@
 //! that take seconds, 10 kills, and each fuzz target's committed corpus
 //! replayed on stable Rust (no libFuzzer).
 
-use crate::{cargo, run_child, workspace_root, TaskResult};
+use crate::{cargo, run_child, TaskResult};
 use ::data::FILES;
 use std::process::{Command, ExitCode};
 
@@ -49,7 +49,7 @@ pub fn run(args: Args) -> TaskResult {
     if run_child(build)? != ExitCode::SUCCESS {
         return Err("the build failed".into());
     }
-    let faults = workspace_root().join("target/release/faults");
+    let faults = crate::target_dir()?.join("release/faults");
     let mut all = Command::new(&faults);
     all.env(::data::ENV_VAR, &data.path).arg("all");
     let mut replay = Command::new(&faults);

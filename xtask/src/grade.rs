@@ -58,7 +58,7 @@ pub fn run(args: Args) -> TaskResult {
         .ok_or_else(|| format!("{}: no \"lecture\" number", manifest.display()))?;
     let lecture = find(&number)?;
     let data = crate::data::ensure(lecture.data)?;
-    let mut cmd = classroom();
+    let mut cmd = classroom()?;
     cmd.env(::data::ENV_VAR, &data.path).arg("grade").arg(&dir);
     if let Some(json) = args.json {
         cmd.arg("--json").arg(cwd.join(json));
@@ -90,7 +90,7 @@ fn self_test(numbers: &[String]) -> TaskResult {
         );
         let started = Instant::now();
         let data = crate::data::ensure(lecture.data)?;
-        let mut cmd = classroom();
+        let mut cmd = classroom()?;
         cmd.env(::data::ENV_VAR, &data.path)
             .arg("self-test")
             .args(lecture_flags(lecture))

@@ -118,6 +118,56 @@ fn cargo() -> Command {
     cmd
 }
 
+/// The folder cargo builds into: `cargo metadata`'s `target_directory`, which
+/// follows `CARGO_TARGET_DIR` and `build.target-dir`, so a task starts the
+/// binary its build just made wherever that went.
+fn target_dir() -> Result<PathBuf, String> {
+    target_dir_of(cargo())
+}
+
+/// [`target_dir`] as `cargo` (a `cargo` command, with its environment) sees it.
+fn target_dir_of(mut cargo: Command) -> Result<PathBuf, String> {
+    let out = cargo
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .output()
+        .map_err(|e| format!("could not run cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    json_string_field(&String::from_utf8_lossy(&out.stdout), "target_directory")
+        .map(PathBuf::from)
+        .ok_or_else(|| "cargo metadata printed no target_directory".into())
+}
+
+/// The string value of the first `"key":"…"` in a JSON text, unescaped
+/// (xtask keeps to few dependencies, so no JSON parser).
+fn json_string_field(json: &str, key: &str) -> Option<String> {
+    let start = json.find(&format!("\"{key}\":\""))? + key.len() + 4;
+    let mut value = String::new();
+    let mut chars = json[start..].chars();
+    loop {
+        match chars.next()? {
+            '"' => return Some(value),
+            '\\' => match chars.next()? {
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    value.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                'n' => value.push('\n'),
+                't' => value.push('\t'),
+                'r' => value.push('\r'),
+                'b' => value.push('\u{8}'),
+                'f' => value.push('\u{c}'),
+                c => value.push(c), // \" \\ \/
+            },
+            c => value.push(c),
+        }
+    }
+}
+
 /// Runs `cmd` with inherited stdio and passes its exit code on.
 fn run_child(mut cmd: Command) -> TaskResult {
     let shown = format!("{cmd:?}");
@@ -128,5 +178,31 @@ fn run_child(mut cmd: Command) -> TaskResult {
         Some(0) => Ok(ExitCode::SUCCESS),
         Some(code) => Ok(ExitCode::from(u8::try_from(code).unwrap_or(1).max(1))),
         None => Err(format!("{shown} was killed by a signal ({status})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_folder_follows_cargo_target_dir() {
+        let elsewhere = std::env::temp_dir().join("zth \"elsewhere\" é");
+        let mut cmd = cargo();
+        cmd.env("CARGO_TARGET_DIR", &elsewhere);
+        assert_eq!(target_dir_of(cmd).unwrap(), elsewhere);
+        let mut cmd = cargo();
+        cmd.env_remove("CARGO_TARGET_DIR");
+        assert_eq!(target_dir_of(cmd).unwrap(), workspace_root().join("target"));
+    }
+
+    #[test]
+    fn json_strings_are_unescaped() {
+        let json = r#"{"a":1,"target_directory":"C:\\t \"x\" \u00e9\/y","b":"z"}"#;
+        assert_eq!(
+            json_string_field(json, "target_directory").as_deref(),
+            Some("C:\\t \"x\" é/y")
+        );
+        assert_eq!(json_string_field(json, "missing"), None);
     }
 }
