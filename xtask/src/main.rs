@@ -128,7 +128,13 @@ fn target_dir() -> Result<PathBuf, String> {
 /// [`target_dir`] as `cargo` (a `cargo` command, with its environment) sees it.
 fn target_dir_of(mut cargo: Command) -> Result<PathBuf, String> {
     let out = cargo
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .output()
         .map_err(|e| format!("could not run cargo metadata: {e}"))?;
     if !out.status.success() {

@@ -8,8 +8,9 @@
 //! `loss.csv` (a resumed run's `loss.csv` holds only its own evaluations).
 //!
 //! A kill during a write leaves the writer's temporary file
-//! (`.cpu.safetensors.tmp-PID`); nothing removes those, so the harness counts
-//! them ("during a write") and deletes them.
+//! (`.cpu.safetensors.tmp-HOST-PID`). The harness counts them ("during a
+//! write") and leaves them: the next run removes them when it starts
+//! (`report::check_out_dir`), and a chain that finishes must hold none.
 //!
 //! A quarter of the kills wait for a checkpoint's temporary file to appear
 //! and kill while it is being written; once a chain has its last checkpoint,
@@ -75,7 +76,7 @@ fn spawn(gpt: &Path, out: &Path, resume: bool, log: &Path) -> Result<Child, Stri
 }
 
 /// A file a writer was killed in the middle of: `write_atomic`'s
-/// `.NAME.tmp-PID` or the plots' `loss.tmp.png`.
+/// `.NAME.tmp-HOST-PID` or the plots' `loss.tmp.png`.
 fn is_temporary(name: &str) -> bool {
     name.contains(".tmp")
 }
@@ -91,15 +92,15 @@ fn names(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Every file in `dir` is whole; returns how many temporary files it removed.
-fn check_files(dir: &Path) -> Result<usize, String> {
+/// Every file in `dir` is whole; returns how many temporary files the
+/// killed process `pid` left.
+fn check_files(dir: &Path, pid: u32) -> Result<usize, String> {
     let mut temporary = 0;
     for name in names(dir) {
         let path = dir.join(&name);
         let fail = |what: String| Err(format!("{}: {what}", path.display()));
         if is_temporary(&name) {
-            temporary += 1;
-            let _ = std::fs::remove_file(&path);
+            temporary += usize::from(name.ends_with(&format!("-{pid}")));
             continue;
         }
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -179,6 +180,16 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
     let chain: PathBuf = scratch.join("chain");
     let finish_chain = |done: &mut Kills| {
         done.chains += 1;
+        let left: Vec<String> = names(&chain)
+            .into_iter()
+            .filter(|n| is_temporary(n))
+            .collect();
+        if !left.is_empty() {
+            done.failures.push(format!(
+                "chain {}: the finished run left temporary files {left:?}",
+                done.chains
+            ));
+        }
         match outcome(&chain) {
             Ok((digest, rows)) => {
                 let same_rows = rows.iter().all(|r| want_rows.iter().any(|w| w == r))
@@ -210,6 +221,7 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
             _ => None,
         };
         let mut child = spawn(gpt, &chain, true, &log(runs))?;
+        let pid = child.id();
         let started = Instant::now();
         let finished = loop {
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -240,7 +252,7 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
             }
             None => {
                 done.kills += 1;
-                match check_files(&chain) {
+                match check_files(&chain, pid) {
                     Ok(temporary) => {
                         done.survived += 1;
                         done.during_write += usize::from(temporary > 0);

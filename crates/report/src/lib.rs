@@ -40,7 +40,7 @@ mod run;
 mod target;
 pub mod tool_run;
 
-pub use atomic::{check_out_dir, write_atomic, write_atomic_set};
+pub use atomic::{check_out_dir, remove_stale_temps, write_atomic, write_atomic_set};
 pub use progress::Progress;
 pub use run::{
     loss_csv, utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport,
