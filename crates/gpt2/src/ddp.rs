@@ -153,29 +153,12 @@ pub fn check_in_sync(params: &Params, ddp: &dyn Collective, step: usize) -> Resu
     }
 }
 
-/// The rank and world size that a launcher gives this process in its
-/// environment (OpenMPI's `mpirun`, MPICH's, PMIx's and Slurm's `srun`), if
-/// one launched it.
-pub fn launched_as() -> Option<(usize, usize)> {
-    let var = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
-    };
-    let world = var(&[
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_SIZE",
-        "SLURM_NTASKS",
-    ])?;
-    let rank = var(&[
-        "OMPI_COMM_WORLD_RANK",
-        "PMI_RANK",
-        "PMIX_RANK",
-        "SLURM_PROCID",
-    ])
-    .unwrap_or(0);
-    Some((rank, world))
+/// The world size that a launcher gives this process in its environment
+/// (OpenMPI's `mpirun`, MPICH's, PMIx's and Slurm's `srun`), if one launched it.
+pub fn launched_world_size() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub const B: usize = 4;
 pub const T: usize = 32;
 
 /// A stage of the video's training loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrainStage {
     /// 7822fce: one batch, over and over.
     OverfitBatch,

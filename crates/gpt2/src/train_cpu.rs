@@ -78,7 +78,7 @@ impl CpuArgs {
 /// The processes of this run: MPI's ranks with `--ddp`, otherwise one.
 fn processes(args: &CpuArgs) -> Result<Rc<dyn Collective>, String> {
     if !args.ddp {
-        if let Some((_, world)) = gpt2::ddp::launched_as().filter(|&(_, w)| w > 1) {
+        if let Some(world) = gpt2::ddp::launched_world_size().filter(|&w| w > 1) {
             return Err(format!(
                 "this process is one of {world} that a launcher started, but without --ddp each \
                  would train alone and write the same files; add --ddp"

@@ -254,22 +254,3 @@ impl Attention {
         grads.map(|chunks| stack(chunks, q.shape()))
     }
 }
-
-/// `softmax(q kᵀ / √hs) v` over `(B, nh, T, hs)` operands, query `i` seeing
-/// keys `0..=i` when `causal`.
-pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool) -> Tensor {
-    let head_size = q.shape().get(3).copied().unwrap_or(0);
-    Attention::scaled_dot_product(causal, head_size).forward(q, k, v)
-}
-
-/// The gradients `(dq, dk, dv)` of [`scaled_dot_product_attention`] given `dy`.
-pub fn scaled_dot_product_attention_backward(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    dy: &Tensor,
-    causal: bool,
-) -> [Tensor; 3] {
-    let head_size = q.shape().get(3).copied().unwrap_or(0);
-    Attention::scaled_dot_product(causal, head_size).backward(q, k, v, dy)
-}

@@ -235,21 +235,8 @@ impl KeepMask {
 
     /// The whole mask as 0.0 and 1.0 again.
     pub fn unpack(&self) -> Tensor {
-        self.unpack_range(0, &self.shape)
-    }
-
-    /// The elements from `start` on (row-major), as many as `shape` holds, as
-    /// 0.0 and 1.0: the mask of a few leading rows.
-    pub fn unpack_range(&self, start: usize, shape: &[usize]) -> Tensor {
-        let len: usize = shape.iter().product();
-        let total: usize = self.shape.iter().product();
-        assert!(
-            start + len <= total,
-            "keep mask: elements {start}..{} of {total}",
-            start + len
-        );
-        let values = (start..start + len).map(|i| self.at(i)).collect();
-        Tensor::from_vec(values, shape)
+        let len = self.shape.iter().product();
+        Tensor::from_vec((0..len).map(|i| self.at(i)).collect(), &self.shape)
     }
 }
 

@@ -241,22 +241,16 @@ impl Tensor {
         if last == 0 || strides[last] != 1 || width < 2 || self.is_empty() {
             return None;
         }
-        let base = self.data.as_ptr() as usize;
-        let (lead, lead_strides) = (&shape[..last], &strides[..last]);
+        // Each row of the view is a slice of the buffer, in row-major order.
+        let rows: Vec<&[f32]> = self
+            .data
+            .rows()
+            .into_iter()
+            .map(|row| row.to_slice())
+            .collect::<Option<_>>()?;
         let out = crate::elementwise::parallel_collect(self.len(), width, |start, piece| {
-            for (r, row) in piece.chunks_mut(width).enumerate() {
-                // The row's offset: its index over the leading axes, times their strides.
-                let (mut index, mut offset) = (start / width + r, 0isize);
-                for (&len, &stride) in lead.iter().zip(lead_strides).rev() {
-                    offset += (index % len) as isize * stride;
-                    index /= len;
-                }
-                // SAFETY: every element of every row of the view lies in the
-                // array's buffer, which `self` keeps alive during the copy.
-                let source = unsafe {
-                    std::slice::from_raw_parts((base as *const f32).offset(offset), width)
-                };
-                for (o, &v) in row.iter_mut().zip(source) {
+            for (row, source) in piece.chunks_mut(width).zip(&rows[start / width..]) {
+                for (o, &v) in row.iter_mut().zip(*source) {
                     o.write(v);
                 }
             }
