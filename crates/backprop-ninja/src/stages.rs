@@ -33,7 +33,7 @@ pub fn exercise4(
     if lecture_seed {
         if let Some(&first) = losses.first() {
             stage.target(Target::exact(
-                "step-0 loss",
+                "step-0 loss (PyTorch, global seed 42)",
                 STEP0_LOSS_200,
                 1e-4,
                 first as f64,

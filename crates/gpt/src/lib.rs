@@ -9,7 +9,7 @@
 //! | stage | what is added | lecture's val | params |
 //! |---|---|---|---|
 //! | `bigram` | bigram.py: a 65×65 table, batch 32, block 8, lr 1e-2, 3000 iters | ≈2.5 | 4,225 |
-//! | `self-attention` | token + position embeddings, one head of 32 | 2.4 | 7,553 |
+//! | `self-attention` | token + position embeddings, one head of 32 | 2.4 (the video; commit 10024b1's message: 2.5) | 7,553 |
 //! | `multi-head` | 4 heads of 8 | 2.28 | 7,553 |
 //! | `feed-forward` | Linear + ReLU per position | 2.24 | 8,609 |
 //! | `blocks` | 3 residual blocks, projections, 4× FFN | 2.08 | 41,921 |

@@ -176,7 +176,7 @@ pub fn run_stage(
         s.set_final("val", e.val as f64);
         let full_run = steps.is_none();
         let band = Target::band(
-            "val loss (lecture)",
+            stage.lecture_val_target(),
             stage.lecture_val(),
             0.05,
             e.val as f64,

@@ -16,7 +16,7 @@ use tensor::rng::TorchGenerator;
 pub enum Stage {
     /// bigram.py: the logits are a 65×65 lookup table. Lecture: val ≈ 2.5.
     Bigram,
-    /// v2.py at 10024b1: token + position embeddings, one head of size 32. Lecture: 2.4.
+    /// v2.py at 10024b1: token + position embeddings, one head of size 32. The video: 2.4 ("from 2.5 to 2.4"); the commit's message: "reach 2.5 val loss".
     SelfAttention,
     /// a6e0bee: 4 heads of 8. Lecture: 2.28.
     MultiHead,
@@ -77,7 +77,8 @@ impl Stage {
         }
     }
 
-    /// The val loss the lecture (or the recipe's README) reports for the stage.
+    /// The val loss the lecture (the video or the commit that reached it, or
+    /// the recipe's README) reports for the stage.
     pub fn lecture_val(self) -> f64 {
         match self {
             Stage::Bigram => 2.5,
@@ -88,6 +89,22 @@ impl Stage {
             Stage::Layernorm => 2.06,
             Stage::Full => 1.48,
             Stage::Cpu => 1.88,
+        }
+    }
+
+    /// The name of the [`Stage::lecture_val`] target, with its source: the
+    /// video's words, the commit that reached it, or nanoGPT's README.
+    pub fn lecture_val_target(self) -> &'static str {
+        match self {
+            Stage::Bigram => "val loss (video)",
+            // The video says "from 2.5 to 2.4"; the commit's message, "reach 2.5 val loss".
+            Stage::SelfAttention => "val loss (video; commit 10024b1 says 2.5)",
+            Stage::MultiHead => "val loss (commit a6e0bee, video)",
+            Stage::FeedForward => "val loss (commit 97dd3f9, video)",
+            Stage::Blocks => "val loss (video; commit 5c3a2d2 gives none)",
+            Stage::Layernorm => "val loss (commit 0016836)",
+            Stage::Full => "val loss (video)",
+            Stage::Cpu => "val loss (nanoGPT README)",
         }
     }
 

@@ -156,9 +156,14 @@ pub fn check_in_sync(params: &Params, ddp: &dyn Collective, step: usize) -> Resu
 /// The world size that a launcher gives this process in its environment
 /// (OpenMPI's `mpirun`, MPICH's, PMIx's and Slurm's `srun`), if one launched it.
 pub fn launched_world_size() -> Option<usize> {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"]
-        .iter()
-        .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "SLURM_NTASKS",
+    ]
+    .iter()
+    .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
 }
 
 #[cfg(test)]

@@ -210,15 +210,16 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
         );
         stage.target(if lecture_seed { t } else { t.ungated() });
     } else if !quick {
-        let (t, d) = if args.fixed_init {
-            (FIXED_TRAIN, FIXED_DEV)
+        // With the fixed init, the numbers are lecture 4's loss log (part 3, cell[11]).
+        let (t, d, source) = if args.fixed_init {
+            (FIXED_TRAIN, FIXED_DEV, " (lecture 4's loss log, cell[11])")
         } else {
-            (TRAIN, DEV)
+            (TRAIN, DEV, "")
         };
         let full = args.run.steps.is_none();
         for target in [
-            Target::band("train loss", t, BAND, train),
-            Target::band("dev loss", d, BAND, dev),
+            Target::band(&format!("train loss{source}"), t, BAND, train),
+            Target::band(&format!("dev loss{source}"), d, BAND, dev),
         ] {
             stage.target(if full { target } else { target.ungated() });
         }

@@ -17,6 +17,14 @@ pub fn forward_difference(f: impl Fn(f64) -> f64, x: f64, h: f64) -> f64 {
     (f(x + h) - f(x)) / h
 }
 
+/// How `d = a·b + c` moves when `c` is nudged by `h`: `(d2 − d1) / h`, the
+/// lecture's first look at a derivative of several inputs.
+pub fn nudge_c(a: f64, b: f64, c: f64, h: f64) -> f64 {
+    let d1 = a * b + c;
+    let d2 = a * b + (c + h);
+    (d2 - d1) / h
+}
+
 /// The symmetric difference `(f(x + h) − f(x − h)) / 2h`; its error shrinks like h².
 pub fn symmetric_difference(f: impl Fn(f64) -> f64, x: f64, h: f64) -> f64 {
     (f(x + h) - f(x - h)) / (2.0 * h)

@@ -16,6 +16,11 @@ fn simple_function_and_its_slope() {
     // f'(x) = 6x − 4 = 14 at x = 3; the forward difference is off by about 3h.
     let slope = examples::forward_difference(examples::simple_function, 3.0, 1e-6);
     assert_close("forward difference", slope, 14.0, 1e-5);
+    // The notebook's cell[4] prints the slope at x = 2/3 as 2.999378523327323e-06,
+    // and cell[6] the slope of d = a·b + c in c as 0.9999999999976694.
+    let at_two_thirds = examples::forward_difference(examples::simple_function, 2.0 / 3.0, 1e-6);
+    assert_eq!(at_two_thirds, 2.999378523327323e-06);
+    assert_eq!(examples::nudge_c(2.0, -3.0, 10.0, 1e-4), 0.9999999999976694);
 }
 
 #[test]

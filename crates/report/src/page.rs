@@ -423,9 +423,13 @@ pub fn target_cells(stage: &StageReport, t: &Target) -> [String; 6] {
 }
 
 /// Words that name a reference in a target's name.
-const REFERENCES: [&str; 12] = [
+const REFERENCES: [&str; 16] = [
     "PyTorch",
     "lecture",
+    "video",
+    "commit",
+    "derived",
+    "Colab",
     "notebook",
     "cell[",
     "Karpathy",

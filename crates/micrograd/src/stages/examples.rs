@@ -9,7 +9,7 @@ use report::{Run, Target};
 /// neuron's graph as `neuron.svg` (laid out by `draw::layout`) and `neuron.dot`.
 pub fn run_stage(run: &mut Run) {
     let stage = run.stage("examples");
-    stage.set_source("micrograd lecture notebooks (first half cells 2, 7, 10; second half cell[13]); micrograd's README and test_engine.py");
+    stage.set_source("micrograd lecture notebooks (first half cells 2, 4, 6, 7, 10, 16; second half cell[13]); micrograd's README and test_engine.py; the exercise Colab linked from the video");
     let exact = |name: &str, want: f64, got: f64| Target::exact(name, want, 1e-12, got);
 
     stage.target(Target::exact(
@@ -18,8 +18,27 @@ pub fn run_stage(run: &mut Run) {
         0.0,
         examples::simple_function(3.0),
     ));
+    // The notebook's cell[4] evaluates the slope at x = 2/3, where it vanishes.
+    let slope = examples::forward_difference(examples::simple_function, 2.0 / 3.0, 1e-6);
+    stage.target(Target::exact(
+        "slope at x = 2/3, h = 1e-6 (notebook cell[4])",
+        2.999378523327323e-06,
+        0.0,
+        slope,
+    ));
     let slope = examples::forward_difference(examples::simple_function, 3.0, 1e-6);
-    stage.target(Target::exact("f'(3) by (f(3+h)-f(3))/h", 14.0, 1e-5, slope));
+    stage.target(Target::exact(
+        "f'(3) by (f(3+h)-f(3))/h, h = 1e-6 (derived: 6x − 4)",
+        14.0,
+        1e-5,
+        slope,
+    ));
+    stage.target(Target::exact(
+        "slope of d = a·b + c in c, h = 1e-4 (notebook cell[6])",
+        0.9999999999976694,
+        0.0,
+        examples::nudge_c(2.0, -3.0, 10.0, 1e-4),
+    ));
 
     let graph = examples::manual_graph(2.0, -3.0, 10.0, -2.0);
     stage.target(Target::exact("L", -8.0, 0.0, graph.l.data()));
@@ -56,20 +75,24 @@ pub fn run_stage(run: &mut Run) {
     let (f, grad) = examples::exercise_gradient(2.0, 3.0, 4.0);
     let by_hand = examples::exercise_gradient_by_hand(2.0, 3.0, 4.0);
     let numerical = examples::exercise_gradient_numerical(2.0, 3.0, 4.0, 1e-6);
-    stage.target(exact("exercise f(2, 3, 4)", 6.336362190988558, f));
+    stage.target(exact(
+        "exercise f(2, 3, 4) (exercise Colab)",
+        6.336362190988558,
+        f,
+    ));
     for (i, input) in ["a", "b", "c"].iter().enumerate() {
         stage.target(exact(
-            &format!("exercise df/d{input} backward"),
+            &format!("exercise df/d{input} backward (exercise Colab)"),
             want[i],
             grad[i],
         ));
         stage.target(exact(
-            &format!("exercise df/d{input} by hand"),
+            &format!("exercise df/d{input} by hand (exercise Colab)"),
             want[i],
             by_hand[i],
         ));
         stage.target(Target::exact(
-            &format!("exercise df/d{input} symmetric difference"),
+            &format!("exercise df/d{input} symmetric difference (exercise Colab)"),
             want[i],
             1e-7,
             numerical[i],
@@ -77,7 +100,13 @@ pub fn run_stage(run: &mut Run) {
     }
 
     let (loss, logits) = examples::softmax_nll(&[0.0, 3.0, -2.0, 1.0], 3);
-    stage.target(exact("softmax NLL loss", 2.1755153626167147, loss.data()));
+    stage.target(exact(
+        "softmax NLL loss (exercise Colab)",
+        2.1755153626167147,
+        loss.data(),
+    ));
+    // softmax − one_hot in f64; the Colab's `ans` differs in the last bit of
+    // logits 0 and 3 (0.041772570515350445, -0.8864503806400986).
     let want = [
         0.04177257051535045,
         0.8390245074625319,
@@ -86,7 +115,7 @@ pub fn run_stage(run: &mut Run) {
     ];
     for (i, (logit, want)) in logits.iter().zip(want).enumerate() {
         stage.target(exact(
-            &format!("softmax logit {i} grad"),
+            &format!("softmax logit {i} grad (derived: softmax − one_hot)"),
             want,
             logit.grad(),
         ));
