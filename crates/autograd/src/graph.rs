@@ -37,17 +37,6 @@ struct Freed {
 /// The kinds of non-finite value, in the order the diagnosis looks for them.
 const NON_FINITE: [f32; 3] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY];
 
-/// Which of [`NON_FINITE`] `v` is, if any.
-fn non_finite_kind(v: f32) -> Option<usize> {
-    if v.is_nan() {
-        Some(0)
-    } else if v.is_infinite() {
-        Some(if v > 0.0 { 1 } else { 2 })
-    } else {
-        None
-    }
-}
-
 impl Freed {
     fn of(value: &Tensor) -> Freed {
         Freed {
@@ -156,7 +145,7 @@ impl Graph {
                         node.value
                             .to_vec()
                             .into_iter()
-                            .find(|&v| non_finite_kind(v) == Some(kind)),
+                            .find(|&v| tensor::non_finite_kind(v) == Some(kind)),
                         node.value.shape(),
                     ),
                 };

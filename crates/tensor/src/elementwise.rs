@@ -89,6 +89,18 @@ pub(crate) fn parallel_collect(
     out
 }
 
+/// Which non-finite value `v` is: 0 for NaN, 1 for `+inf`, 2 for `-inf`
+/// (the order of [`Tensor::non_finite_kinds`]); `None` when it is finite.
+pub fn non_finite_kind(v: f32) -> Option<usize> {
+    if v.is_nan() {
+        Some(0)
+    } else if v.is_infinite() {
+        Some(if v > 0.0 { 1 } else { 2 })
+    } else {
+        None
+    }
+}
+
 impl Tensor {
     /// Which non-finite values the tensor holds: `[NaN, +inf, -inf]`. One
     /// cheap test per value, in pieces across threads; the kinds are told
@@ -96,14 +108,8 @@ impl Tensor {
     pub fn non_finite_kinds(&self) -> [bool; 3] {
         let kinds = |values: &mut dyn Iterator<Item = f32>| {
             let mut held = [false; 3];
-            for v in values.filter(|v| !v.is_finite()) {
-                held[if v.is_nan() {
-                    0
-                } else if v > 0.0 {
-                    1
-                } else {
-                    2
-                }] = true;
+            for kind in values.filter_map(non_finite_kind) {
+                held[kind] = true;
             }
             held
         };

@@ -27,7 +27,7 @@ mod shape;
 pub mod small_matmul;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
-pub use elementwise::{parallel_fill, parallel_update};
+pub use elementwise::{non_finite_kind, parallel_fill, parallel_update};
 pub use matmul::{check_threads_env, max_threads, set_max_threads, threads_from_env};
 pub use nn::KeepMask;
 pub use numeric::{erf, erfc_fast, gelu_into, normal_cdf, normal_cdf_into, SimdPath};
