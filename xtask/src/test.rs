@@ -68,6 +68,5 @@ pub fn run(_args: Args) -> TaskResult {
 
 /// Whether `program` is an executable file in a folder of `PATH`.
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+    ::data::find_on_path(program).is_some()
 }
