@@ -103,4 +103,3 @@ pub const LECTURES: &[Lecture] = &[
         ],
     },
 ];
-

@@ -206,3 +206,53 @@ fn cached_logits_equal_the_full_forwards() {
     let e = gpt2::kv_cache::forward_cached(&model, &params, &[1], 1, 1, &mut fresh).unwrap_err();
     assert!(e.contains("a batch of 1 rows on a cache of 2"), "{e}");
 }
+
+/// A loaded GPT-2 attends with the fused op (`flash`); at GPT-2's whole
+/// context, T = 1024, it gives the lecture's lines' logits and gradients bit
+/// for bit, on a small model of full context.
+#[test]
+fn flash_attention_gives_the_lines_bits_at_t_1024() {
+    use autograd::{Init, Params};
+    use gpt2::model::{Gpt, GptConfig, InitScheme};
+    let config = GptConfig {
+        block_size: 1024,
+        vocab_size: 96,
+        n_layer: 2,
+        n_head: 4,
+        n_embd: 32,
+    };
+    let mut rng = tensor::rng::TorchGenerator::manual_seed(1024);
+    let mut params = Params::new();
+    let mut model = Gpt::new(
+        &mut Init::new(&mut params, &mut rng),
+        config,
+        InitScheme::Gpt2,
+    );
+    let tokens = rng.randint(0, 96, &[1025]);
+    let x: Vec<usize> = tokens[..1024].iter().map(|&t| t as usize).collect();
+    let y: Vec<usize> = tokens[1..].iter().map(|&t| t as usize).collect();
+    let mut run = |flash: bool| {
+        model.set_flash(flash);
+        params.zero_grad();
+        let graph = Graph::new();
+        let pass = ForwardPass::eval(&graph, &params);
+        let logits = model.forward(&pass, &x, 1, 1024); // (1, 1024, 96)
+        let values = logits.value().to_vec();
+        logits
+            .reshape(&[1024, 96])
+            .cross_entropy(&y)
+            .backward_into(&mut params);
+        let grads: Vec<Vec<f32>> = params
+            .iter()
+            .map(|(_, p)| p.grad.as_ref().expect("a gradient").to_vec())
+            .collect();
+        (values, grads)
+    };
+    let (lines, lines_grads) = run(false);
+    let (fused, fused_grads) = run(true);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&fused), bits(&lines), "logits at T = 1024");
+    for (i, (f, l)) in fused_grads.iter().zip(&lines_grads).enumerate() {
+        assert_eq!(bits(f), bits(l), "gradient of parameter {i}");
+    }
+}
