@@ -9,7 +9,95 @@ use std::path::Path;
 
 use crate::{cargo, crate_exists, run_child, workspace_root, TaskResult};
 
-pub use ::data::lectures::{Lecture, LECTURES};
+/// One lecture of the course and the crate that reproduces it.
+pub struct Lecture {
+    /// The lecture's number in the series (1 to 9).
+    pub number: u32,
+    /// The workspace crate (`crates/<krate>`), also its binary's name.
+    pub krate: &'static str,
+    /// What the lecture builds.
+    pub title: &'static str,
+    /// Catalogue names of the data files it reads.
+    pub data: &'static [&'static str],
+}
+
+const NAMES: &[&str] = &["names.txt"];
+const TOKENIZERS: [&str; 4] = [
+    "tokenizers/encoder.json",
+    "tokenizers/vocab.bpe",
+    "tokenizers/r50k_base.tiktoken",
+    "tokenizers/cl100k_base.tiktoken",
+];
+
+pub const LECTURES: &[Lecture] = &[
+    Lecture {
+        number: 1,
+        krate: "micrograd",
+        title: "micrograd: scalar autograd and a small MLP",
+        data: &[],
+    },
+    Lecture {
+        number: 2,
+        krate: "makemore-bigram",
+        title: "makemore 1: bigram counts and a one-layer net",
+        data: NAMES,
+    },
+    Lecture {
+        number: 3,
+        krate: "makemore-mlp",
+        title: "makemore 2: MLP language model",
+        data: NAMES,
+    },
+    Lecture {
+        number: 4,
+        krate: "batchnorm",
+        title: "makemore 3: activations, gradients, BatchNorm",
+        data: NAMES,
+    },
+    Lecture {
+        number: 5,
+        krate: "backprop-ninja",
+        title: "makemore 4: backprop by hand",
+        data: NAMES,
+    },
+    Lecture {
+        number: 6,
+        krate: "wavenet",
+        title: "makemore 5: WaveNet",
+        data: NAMES,
+    },
+    Lecture {
+        number: 7,
+        krate: "gpt",
+        title: "GPT from scratch on tinyshakespeare",
+        data: &["tinyshakespeare.txt"],
+    },
+    Lecture {
+        number: 8,
+        krate: "bpe",
+        title: "the GPT tokenizer: byte-pair encoding",
+        data: &[
+            "taylorswift.txt",
+            "tinyshakespeare.txt",
+            TOKENIZERS[0],
+            TOKENIZERS[1],
+            TOKENIZERS[2],
+            TOKENIZERS[3],
+        ],
+    },
+    Lecture {
+        number: 9,
+        krate: "gpt2",
+        title: "reproducing GPT-2 (124M), scaled to a CPU",
+        data: &[
+            TOKENIZERS[0],
+            TOKENIZERS[1],
+            TOKENIZERS[2],
+            TOKENIZERS[3],
+            "tinyshakespeare.txt",
+        ],
+    },
+];
 
 #[derive(clap::Args)]
 pub struct Args {

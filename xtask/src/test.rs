@@ -68,5 +68,6 @@ pub fn run(_args: Args) -> TaskResult {
 
 /// Whether `program` is an executable file in a folder of `PATH`.
 fn on_path(program: &str) -> bool {
-    ::data::find_on_path(program).is_some()
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }

@@ -22,7 +22,6 @@
 
 mod catalogue;
 mod error;
-pub mod lectures;
 pub mod makemore;
 pub mod python_text;
 
@@ -143,14 +142,6 @@ pub fn path(name: &str) -> Result<PathBuf, DataError> {
 /// [`DataDir::read_text`] in the folder [`DataDir::resolve`] picks.
 pub fn read_text(name: &str) -> Result<String, DataError> {
     DataDir::resolve().read_text(name)
-}
-
-/// The first file named `program` in a folder of `PATH`, as a shell finds it.
-pub fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
 }
 
 /// SHA-256 of `bytes`, as lower-case hex (what `sha256sum` prints).

@@ -30,9 +30,11 @@ pub fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CHROMIUM") {
         return Some(PathBuf::from(path));
     }
+    let path = std::env::var_os("PATH")?;
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
-        .find_map(|name| data::find_on_path(name))
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|p| p.is_file())
 }
 
 /// What the browser saw.
