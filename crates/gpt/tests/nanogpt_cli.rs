@@ -129,6 +129,17 @@ fn prepare_train_resume_sample() {
         resumed.contains("--beta2 0.5: the checkpoint's optimizer was built with 0.99"),
         "{resumed}"
     );
+    let ckpt = out.join("ckpt.safetensors");
+    let saved = gpt::nanogpt::checkpoint::Checkpoint::load(&ckpt).unwrap();
+    assert_eq!((saved.iter_num, saved.config.beta2), (8, 0.99));
+    // --eval-only on a checkpoint: one evaluation, no step, nothing saved.
+    let before = std::fs::read(&ckpt).unwrap();
+    let mut eval_only = resume.clone();
+    eval_only.extend(["--max_iters=8", "--eval_only=True"]);
+    let evaluated = ok(&eval_only);
+    assert!(evaluated.contains("step 8: train loss"), "{evaluated}");
+    assert!(!evaluated.contains("iter 8: loss"), "{evaluated}");
+    assert_eq!(std::fs::read(&ckpt).unwrap(), before);
     // Another model on resume is an error naming what differs.
     let mut wider = resume.clone();
     wider.push("--n_embd=32");
@@ -220,8 +231,16 @@ fn bad_inputs_are_refused_naming_the_file_or_flag() {
         &["--bias", "True or False"],
     );
     // A batch far past the machine's memory, refused before any allocation.
+    let huge = dir.join("huge");
     fails(
-        &["train", "--data", s(&prepared), "--batch_size=100000000"],
+        &[
+            "train",
+            "--data",
+            s(&prepared),
+            "--out-dir",
+            s(&huge),
+            "--batch_size=100000000",
+        ],
         &["--batch-size", "GiB to train", "this machine has"],
     );
     // A path that is not UTF-8 cannot be kept in the run's record.

@@ -138,12 +138,14 @@ impl Checkpoint {
         }
     }
 
-    /// The history up to the save, less the evaluation at the save's own
-    /// iteration, which the resumed loop runs again.
-    pub fn history_before_resume(&self) -> History {
+    /// The history up to the save; without the evaluation at the save's own
+    /// iteration when the resumed loop `evaluates` there again.
+    pub fn history_before_resume(&self, evaluates: bool) -> History {
         let mut history = self.history.clone();
         history.losses.retain(|&(iter, _)| iter < self.iter_num);
-        history.evals.retain(|&(iter, _, _)| iter < self.iter_num);
+        history
+            .evals
+            .retain(|&(iter, _, _)| iter < self.iter_num || !evaluates);
         history
     }
 

@@ -165,8 +165,10 @@ pub fn read_uint16(bytes: &[u8], vocab_size: usize, name: &str) -> Result<Vec<us
 }
 
 /// Writes `train.bin`, `val.bin` and `meta.pkl` into `dir` (created if
-/// missing) as one set ([`report::write_atomic_set`]): a failed write leaves
-/// the folder's old files, not new ids beside an old vocabulary.
+/// missing) as one set ([`report::write_atomic_set`]): all three are written
+/// in full before the first is renamed into place, so a failed write leaves
+/// the folder's old files; only a kill between the three renames could mix
+/// old and new.
 pub fn write_folder(dir: &Path, data: &Shakespeare) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create --out-dir {}: {e}", dir.display()))?;

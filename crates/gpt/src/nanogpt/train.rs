@@ -53,8 +53,9 @@ pub struct TrainArgs {
     /// Batches per split in each evaluation.
     #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 20)]
     pub eval_iters: usize,
-    /// Evaluate once and stop: with `--init-from resume`, the checkpoint's
-    /// model on both splits (nothing is saved, as at nanoGPT's iteration 0).
+    /// Evaluate once and stop, saving nothing: with `--init-from resume`, the
+    /// checkpoint's model on both splits (nanoGPT's own stops only at
+    /// iteration 0, and would train a resumed run on).
     #[arg(long = "eval-only", alias = "eval_only", default_value = "False", num_args = 0..=1,
           default_missing_value = "True", value_parser = python_bool)]
     pub eval_only: bool,
@@ -506,7 +507,10 @@ impl Run {
             ckpt.restore(&mut trainer)
                 .map_err(|e| format!("checkpoint {}: {e}", ckpt_path.display()))?;
             best_val_loss = ckpt.best_val_loss;
-            history = ckpt.history_before_resume();
+            // The loop evaluates first where the flags' interval meets the
+            // checkpoint's iteration, or with --eval-only.
+            let evaluates = args.eval_only || ckpt.iter_num.is_multiple_of(args.eval_interval);
+            history = ckpt.history_before_resume(evaluates);
         }
         print_groups(&trainer);
         Ok(Run {
@@ -617,7 +621,7 @@ pub fn train(
     loop {
         let iter = run.trainer.iter;
         let lr = args.schedule().get_lr(iter);
-        if iter.is_multiple_of(args.eval_interval) {
+        if iter.is_multiple_of(args.eval_interval) || args.eval_only {
             let e = run.trainer.estimate_loss(&run.data);
             println!(
                 "step {iter}: train loss {:.4}, val loss {:.4}",
@@ -630,7 +634,8 @@ pub fn train(
                 )));
             }
             run.history.evals.push((iter, e.train, e.val));
-            if e.val < run.best_val_loss || args.always_save_checkpoint {
+            let improved = e.val < run.best_val_loss || args.always_save_checkpoint;
+            if improved && !args.eval_only {
                 run.best_val_loss = e.val;
                 if iter > 0 {
                     println!("saving checkpoint to {}", args.out_dir.display());
@@ -639,7 +644,9 @@ pub fn train(
             }
             on_eval(run)?;
         }
-        if iter == 0 && args.eval_only {
+        if args.eval_only {
+            // nanoGPT breaks at iteration 0 only, so a resumed run of its
+            // would train on; here --eval-only always evaluates and stops.
             break;
         }
         let lossf = run.step(&mut batch, lr);
