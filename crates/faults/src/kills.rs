@@ -12,11 +12,12 @@
 //! write") and leaves them: the next run removes them when it starts
 //! (`report::check_out_dir`), and a chain that finishes must hold none.
 //!
-//! A quarter of the kills wait for a checkpoint's temporary file to appear
-//! and kill while it is being written; once a chain has its last checkpoint,
-//! a quarter wait for a report file's. The rest kill after a random delay of
-//! up to 8 seconds, which reaches every phase: startup, the evaluation,
-//! training, sampling and the report.
+//! A quarter of the kills wait for the run's own checkpoint temporary file
+//! to appear and kill while it is being written; once a chain has its last
+//! checkpoint, a quarter wait for the run's own report or loss.csv
+//! temporary. The rest kill after a random delay of up to 8 seconds, which
+//! reaches every phase: startup, the evaluation, training, sampling and the
+//! report.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -222,6 +223,9 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
         };
         let mut child = spawn(gpt, &chain, true, &log(runs))?;
         let pid = child.id();
+        // Only this child's writes: an earlier kill's temp file stays until
+        // the child's start removes it.
+        let own = format!("-{pid}");
         let started = Instant::now();
         let finished = loop {
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -229,7 +233,7 @@ pub fn run(gpt: &Path, count: usize, seed: u64, scratch: &Path) -> Result<Kills,
             }
             let fire = match trigger {
                 Some(hit) => {
-                    names(&chain).iter().any(|n| hit(n))
+                    names(&chain).iter().any(|n| hit(n) && n.ends_with(&own))
                         || started.elapsed() > Duration::from_secs(60)
                 }
                 None => started.elapsed() >= delay,
