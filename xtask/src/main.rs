@@ -197,9 +197,6 @@ mod tests {
         let mut cmd = cargo();
         cmd.env("CARGO_TARGET_DIR", &elsewhere);
         assert_eq!(target_dir_of(cmd).unwrap(), elsewhere);
-        let mut cmd = cargo();
-        cmd.env_remove("CARGO_TARGET_DIR");
-        assert_eq!(target_dir_of(cmd).unwrap(), workspace_root().join("target"));
     }
 
     #[test]

@@ -219,7 +219,8 @@ impl Layout {
                     return Err(format!(
                         "{}: holds meta.pkl, so its train.bin and val.bin are character ids \
                          (`gpt prepare`, nanoGPT's shakespeare_char), not GPT-2's tokens; \
-                         prepare the text with `gpt2 prepare --format nanogpt`",
+                         prepare the text into another folder with \
+                         `gpt2 prepare --format nanogpt --input FILE --out NEW_DIR`",
                         dir.display()
                     ));
                 }

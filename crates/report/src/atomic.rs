@@ -119,7 +119,7 @@ pub fn check_out_dir(flag: &str, dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("cannot create {flag} {}: {e}", dir.display()))?;
     remove_stale_temps(dir);
-    let probe = dir.join(format!(".write-test-{}", std::process::id()));
+    let probe = dir.join(temp_name("write-test")); // removed by the next start if killed here
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| format!("cannot write into {flag} {}: {e}", dir.display()))
