@@ -74,27 +74,36 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         None => None,
     };
-    let seen = browser::look(&chromium, &index)?;
-    let checked = browser::check(&seen, &folders, tiktoken.as_ref()).map_err(|problems| {
-        format!(
-            "the runs page in {}:\n  {}",
+    let mut first = None;
+    for screen in browser::SCREENS {
+        let seen = browser::look(&chromium, &index, screen)?;
+        let checked = browser::check(&seen, &folders, tiktoken.as_ref()).map_err(|problems| {
+            format!(
+                "the runs page in {} at {}×{} px:\n  {}",
+                chromium.display(),
+                screen.0,
+                screen.1,
+                problems.join("\n  ")
+            )
+        })?;
+        println!(
+            "browser check ({}) at {}×{} px: {} sections, {} runs, each headline as in report.json and \
+             within the first screen, {} target rows as in report.json, {} images decoded, {} drawings, \
+             {} token splits as in tokens.json ({} equal to tiktoken's), no sideways scroll",
             chromium.display(),
-            problems.join("\n  ")
-        )
-    })?;
-    println!(
-        "browser check ({}): {} sections, {} runs, {} target rows as in report.json, {} images decoded, \
-         {} drawings, {} token splits as in tokens.json ({} equal to tiktoken's), no sideways scroll at {} px",
-        chromium.display(),
-        checked.sections,
-        checked.runs,
-        checked.rows,
-        checked.images,
-        checked.svgs,
-        checked.token_splits,
-        checked.tiktoken_splits,
-        browser::NARROW_WIDTH
-    );
+            screen.0,
+            screen.1,
+            checked.sections,
+            checked.runs,
+            checked.rows,
+            checked.images,
+            checked.svgs,
+            checked.token_splits,
+            checked.tiktoken_splits,
+        );
+        first.get_or_insert(seen);
+    }
+    let seen = first.expect("two screens");
     if let Some(dir) = &cli.screenshots {
         let shots = browser::screenshots(&chromium, &index, &seen.sections, dir)?;
         println!("{} screenshots in {}", shots.len(), dir.display());

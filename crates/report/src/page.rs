@@ -4,13 +4,15 @@
 //! One self-contained file: inline CSS, inline SVG drawn here ([`svg`]), the
 //! lectures' PNG plots as `data:` URLs, and no script, so it opens offline
 //! from disk. For each lecture with a `report.json` under `runs/lecture-NN/`
-//! (and `runs/lecture-NN/quick/`), it shows the targets with their verdicts
-//! and sources, the stages with their timings (lecture 6's "performance
-//! log"), the loss curves, the samples, and the lecture's own pictures:
+//! (and `runs/lecture-NN/quick/`), it shows first the headline (each final
+//! loss beside the lecture's and PyTorch's numbers, PASS or FAIL), then the
+//! loss curves, the samples and the lecture's own pictures:
 //! `neuron.svg` and the moons boundary (1), the embedding (3), the
 //! activation, gradient and update-ratio plots (4), the loss blocks (6), the
 //! attention map and the generated text (7), the token view (8), and the
-//! curves of `log.txt` (9).
+//! curves of `log.txt` (9); then the stages with their timings (lecture 6's
+//! "performance log"); and last, folded, the configuration and every target
+//! with its verdict, stage by stage, each stage's source given once.
 //!
 //! [`browser`] loads the page in headless Chromium and checks what a reader
 //! would see.
@@ -347,6 +349,14 @@ fn run_article(folder: &RunFolder, folded: bool) -> String {
         )
     };
     html.push_str(&open);
+    // What a learner looks for first: the final losses against the lecture's
+    // and PyTorch's, then the curves, pictures and samples; the details last.
+    html.push_str(&headline(report));
+    html.push_str(&loss_figure(&folder.dir));
+    if !folded {
+        html.push_str(&pictures(folder.lecture, &folder.dir));
+    }
+    html.push_str(&stages_table(report));
     writeln!(
         html,
         "<p class=\"meta\">crate <code>{}</code> · seed {} · wall time {} · finished {} · <code>{}</code></p>",
@@ -363,59 +373,177 @@ fn run_article(folder: &RunFolder, folded: bool) -> String {
         escape(&serde_json::to_string_pretty(&report.config).unwrap_or_default())
     )
     .unwrap();
-    html.push_str(&targets_table(report));
-    html.push_str(&stages_table(report));
-    html.push_str(&loss_figure(&folder.dir));
-    if !folded {
-        html.push_str(&pictures(folder.lecture, &folder.dir));
-    }
+    html.push_str(&targets_table(report, failed));
     html.push_str(close);
     html
 }
 
-/// Every target: stage, name, source, expected, measured, verdict.
-fn targets_table(report: &RunReport) -> String {
+/// The run's headline: each stage's final losses beside the lecture's and
+/// PyTorch's numbers for them, with the verdict.
+fn headline(report: &RunReport) -> String {
+    let rows = headline_rows(report);
+    if rows.is_empty() {
+        let gated = report
+            .stages
+            .iter()
+            .flat_map(|s| &s.targets)
+            .filter(|t| t.gates());
+        let (passed, total) = gated.fold((0, 0), |(p, n), t| (p + usize::from(t.pass), n + 1));
+        return format!(
+            "<div class=\"headline\"><p>No losses in this run: {passed} of {total} gated targets pass.</p></div>\n"
+        );
+    }
     let mut html = String::from(
-        "<h4>Targets</h4><div class=\"scroll\"><table class=\"targets\"><thead><tr><th>stage</th>\
-         <th>target</th><th>source</th><th>expected</th><th>measured</th><th>result</th></tr></thead><tbody>\n",
+        "<div class=\"headline\"><table><thead><tr><th>final loss</th><th>ours</th>\
+         <th>lecture</th><th>PyTorch</th><th>result</th></tr></thead><tbody>\n",
     );
-    for stage in &report.stages {
-        for t in &stage.targets {
-            let cells = target_cells(stage, t);
-            let class = match cells[5].as_str() {
-                "PASS" => "pass",
-                "FAIL" => "fail",
-                _ => "info",
-            };
-            html.push_str("<tr>");
-            for cell in &cells[..5] {
-                write!(html, "<td>{}</td>", escape(cell)).unwrap();
-            }
-            writeln!(html, "<td class=\"result {class}\">{}</td></tr>", cells[5]).unwrap();
+    for cells in rows {
+        let class = match cells[4].as_str() {
+            "PASS" => "pass",
+            "FAIL" => "fail",
+            _ => "info",
+        };
+        html.push_str("<tr>");
+        for cell in &cells[..4] {
+            write!(html, "<td>{}</td>", escape(cell)).unwrap();
         }
+        writeln!(html, "<td class=\"result {class}\">{}</td></tr>", cells[4]).unwrap();
     }
     html.push_str("</tbody></table></div>\n");
     html
 }
 
-/// The text of a target's row: stage, target, source, expected (with the
-/// tolerance), measured, and the verdict (PASS, FAIL, or info for a target
-/// that does not gate). The browser check expects exactly these.
-pub fn target_cells(stage: &StageReport, t: &Target) -> [String; 6] {
+/// The headline's rows, one per final loss (`mlp · val`): ours, the lecture's
+/// and PyTorch's numbers for it (the gated targets that measured exactly this
+/// loss, split by whether their name credits PyTorch), and PASS, FAIL, or "–"
+/// where nothing judges it. The browser check expects exactly these.
+pub fn headline_rows(report: &RunReport) -> Vec<[String; 5]> {
+    let mut rows = Vec::new();
+    for stage in &report.stages {
+        for (split, &loss) in &stage.final_losses {
+            let judges: Vec<&Target> = stage
+                .targets
+                .iter()
+                .filter(|t| t.gates() && t.measured.as_f64() == Some(loss))
+                .collect();
+            let column = |pytorch: bool| {
+                let shown: Vec<String> = judges
+                    .iter()
+                    .filter(|t| source(&t.name, None).contains("PyTorch") == pytorch)
+                    .map(|t| headline_expected(t))
+                    .collect();
+                if shown.is_empty() {
+                    "–".to_string()
+                } else {
+                    shown.join("; ")
+                }
+            };
+            let verdict = match (judges.is_empty(), judges.iter().all(|t| t.pass)) {
+                (true, _) => "–",
+                (false, true) => "PASS",
+                (false, false) => "FAIL",
+            };
+            rows.push([
+                format!("{} · {split}", stage.name),
+                format!("{loss:.4}"),
+                column(false),
+                column(true),
+                verdict.to_string(),
+            ]);
+        }
+    }
+    rows
+}
+
+/// A target's expected value as the headline shows it, to 4 decimals as the
+/// notebooks print losses: "2.1260 ± 0.03", "< 6.0054".
+fn headline_expected(t: &Target) -> String {
+    let Some(x) = t.expected.as_f64() else {
+        return show(&t.expected);
+    };
+    match (t.kind, t.tolerance) {
+        (crate::Kind::Below, _) => format!("< {x:.4}"),
+        (_, Some(tol)) => format!("{x:.4} ± {}", tolerance_text(tol)),
+        (_, None) => format!("{x:.4}"),
+    }
+}
+
+/// A tolerance as the tables show it: "0.03", "1e-4".
+fn tolerance_text(tol: f64) -> String {
+    if tol > 0.0 && tol < 1e-3 {
+        format!("{tol:e}")
+    } else {
+        format!("{tol}")
+    }
+}
+
+/// Every target, stage by stage: a heading row with the stage's source, then
+/// each target's name, expected, measured and verdict. Folded, unless a
+/// target failed.
+fn targets_table(report: &RunReport, failed: usize) -> String {
+    let count: usize = report.stages.iter().map(|s| s.targets.len()).sum();
+    let state = if failed == 0 {
+        "all gated pass".to_string()
+    } else {
+        format!("{failed} FAILED")
+    };
+    let mut html = format!(
+        "<details class=\"targets\"{}><summary>Targets ({count}, {state})</summary>\
+         <div class=\"scroll\"><table class=\"targets\"><thead><tr>\
+         <th>target</th><th>expected</th><th>measured</th><th>result</th></tr></thead>\n",
+        if failed == 0 { "" } else { " open" }
+    );
+    for stage in report.stages.iter().filter(|s| !s.targets.is_empty()) {
+        writeln!(
+            html,
+            "<tbody><tr class=\"stage\"><th colspan=\"4\">{}</th></tr>",
+            escape(&stage_heading(stage))
+        )
+        .unwrap();
+        for t in &stage.targets {
+            let cells = target_cells(t);
+            let class = match cells[3].as_str() {
+                "PASS" => "pass",
+                "FAIL" => "fail",
+                _ => "info",
+            };
+            html.push_str("<tr class=\"target\">");
+            for cell in &cells[..3] {
+                write!(html, "<td>{}</td>", escape(cell)).unwrap();
+            }
+            writeln!(html, "<td class=\"result {class}\">{}</td></tr>", cells[3]).unwrap();
+        }
+        html.push_str("</tbody>\n");
+    }
+    html.push_str("</table></div></details>\n");
+    html
+}
+
+/// A stage's heading row in the targets table: its name and, once, its source.
+pub fn stage_heading(stage: &StageReport) -> String {
+    match &stage.source {
+        Some(source) => format!("{} — {source}", stage.name),
+        None => stage.name.clone(),
+    }
+}
+
+/// The text of a target's row: name, expected (with the tolerance), measured,
+/// and the verdict (PASS, FAIL, or info for a target that does not gate). The
+/// name carries the target's own source where it has one ("val loss
+/// (lecture)"); the stage's heading row carries the rest. The browser check
+/// expects exactly these.
+pub fn target_cells(t: &Target) -> [String; 4] {
     let verdict = match (t.gates(), t.pass) {
         (false, _) => "info",
         (true, true) => "PASS",
         (true, false) => "FAIL",
     };
     let expected = match t.tolerance {
-        Some(tol) if tol > 0.0 && tol < 1e-3 => format!("{} ± {tol:e}", show(&t.expected)),
-        Some(tol) => format!("{} ± {tol}", show(&t.expected)),
+        Some(tol) => format!("{} ± {}", show(&t.expected), tolerance_text(tol)),
         None => show(&t.expected),
     };
     [
-        stage.name.clone(),
         t.name.clone(),
-        source(&t.name, stage.source.as_deref()).to_string(),
         expected,
         show(&t.measured),
         verdict.to_string(),
@@ -995,7 +1123,14 @@ figcaption { color: #555; font-size: 0.85em; }
 .gallery { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(320px, 100%), 1fr)); gap: 8px; }
 .gallery figure { margin: 0; min-width: 0; }
 details.run { margin: 12px 0; padding: 4px 8px; border: 1px solid #ddd; }
-details.run > summary { cursor: pointer; font-weight: bold; }
+details.run > summary, details.targets > summary { cursor: pointer; font-weight: bold; }
+.headline { margin: 8px 0 12px; } .headline p { margin: 0; }
+.headline table { width: 100%; table-layout: fixed; font-size: 0.9em; }
+.headline th, .headline td { padding: 3px 4px; overflow-wrap: anywhere; }
+.headline th:nth-child(1) { width: 30%; } .headline th:nth-child(2) { width: 16%; }
+.headline th:nth-child(3), .headline th:nth-child(4) { width: 20%; } .headline th:nth-child(5) { width: 14%; }
+@media (max-width: 600px) { .headline table { font-size: 0.78em; } }
+tr.stage th { background: #e8eef8; font-weight: normal; overflow-wrap: anywhere; }
 .token-view { display: flex; flex-direction: column; gap: 12px; }
 .tokenizers { display: grid; grid-template-columns: repeat(auto-fit, minmax(220px, 1fr)); gap: 8px; }
 .tokenizer { border: 1px solid #ddd; padding: 4px 8px; min-width: 0; }

@@ -41,13 +41,16 @@ fn make_runs(name: &str) -> PathBuf {
             stage.observe(step, 3.0 / (1.0 + step as f64), 0.1).unwrap();
         }
         stage.finish_training();
+        stage.set_final("val", 2.05);
         for t in targets {
             stage.target(t);
         }
         run.finish();
         out
     };
+    // Each run's final val loss is 2.05: these two judge it, in the headline.
     let pass = || Target::band("val loss (lecture)", 2.0, 0.1, 2.05);
+    let pytorch = || Target::exact("val loss (PyTorch, same draws)", 2.0501, 1e-3, 2.05);
     let one = run(1, false, vec![pass()]);
     std::fs::write(
         one.join("neuron.svg"),
@@ -60,6 +63,7 @@ fn make_runs(name: &str) -> PathBuf {
         false,
         vec![
             pass(),
+            pytorch(),
             Target::exact("step-0 loss (PyTorch)", 3.3, 1e-4, 3.5),
             Target::info("ms per step", 1.5),
         ],
@@ -104,10 +108,30 @@ fn the_page_shows_every_run_and_says_what_failed_at_the_top() {
     assert!(html.contains(
         "<details id=\"lecture-02-quick\" class=\"run quick\"><summary>quick run (--quick)"
     ));
-    // Sources, pictures inline, the heatmap's lower triangle, the token view.
-    // A target's own source, else its stage's.
-    assert!(html.contains("<td>step-0 loss (PyTorch)</td><td>PyTorch</td>"));
-    assert!(html.contains("<td>ms per step</td><td>demo.ipynb cell[3]</td>"));
+    // Each run opens with its headline: the final losses beside the lecture's
+    // and PyTorch's numbers, then the curve; the targets come last, folded,
+    // unless one failed, with the stage's source once, in its heading row.
+    let two = &html[html.find("id=\"lecture-02-full\"").unwrap()..];
+    let headline = two.find("<div class=\"headline\">").unwrap();
+    assert!(headline < two.find("Loss (loss.csv)").unwrap());
+    assert!(
+        two.find("Loss (loss.csv)").unwrap()
+            < two.find("<details class=\"targets\" open>").unwrap()
+    );
+    assert!(two[headline..].starts_with(
+        "<div class=\"headline\"><table><thead><tr><th>final loss</th><th>ours</th><th>lecture</th>\
+         <th>PyTorch</th><th>result</th></tr></thead><tbody>\n\
+         <tr><td>train · val</td><td>2.0500</td><td>2.0000 ± 0.1</td><td>2.0501 ± 0.001</td><td class=\"result pass\">PASS</td></tr>"
+    ));
+    assert_eq!(
+        html.matches("<th colspan=\"4\">train — demo.ipynb cell[3]</th>")
+            .count(),
+        5
+    );
+    assert!(
+        html.contains("<details class=\"targets\"><summary>Targets (1, all gated pass)</summary>")
+    );
+    assert!(html.contains("<tr class=\"target\"><td>ms per step</td><td>-</td><td>1.5</td>"));
     assert!(html.contains("src=\"data:image/png;base64,iVBORw0KGgo"));
     assert!(
         html.contains("<img class=\"drawing\" alt=\"neuron.svg\" src=\"data:image/svg+xml;base64,")
@@ -144,18 +168,23 @@ fn in_chromium_the_page_shows_what_the_reports_say() {
     std::fs::remove_dir_all(runs.join("lecture-05")).unwrap(); // the unreadable report
     let index = page::write_index(&runs).unwrap();
     let folders = page::collect(&runs);
-    let seen = browser::look(&chromium, &index).unwrap();
-    let checked = browser::check(&seen, &folders, Some(&tiktoken(&IDS)))
-        .unwrap_or_else(|problems| panic!("{problems:#?}"));
-    assert_eq!(checked.sections, 4);
-    assert_eq!(checked.runs, 5);
-    assert_eq!(checked.rows, 7);
-    assert_eq!(checked.images, 2, "moons.png and neuron.svg");
-    assert_eq!((checked.token_splits, checked.tiktoken_splits), (1, 1));
-    assert_eq!(seen.client_width, browser::NARROW_WIDTH);
+    let mut sections = Vec::new();
+    for screen in browser::SCREENS {
+        let seen = browser::look(&chromium, &index, screen).unwrap();
+        let checked = browser::check(&seen, &folders, Some(&tiktoken(&IDS)))
+            .unwrap_or_else(|problems| panic!("at {screen:?}: {problems:#?}"));
+        assert_eq!(checked.sections, 4);
+        assert_eq!(checked.runs, 5);
+        assert_eq!(checked.headlines, 5);
+        assert_eq!(checked.rows, 8);
+        assert_eq!(checked.images, 2, "moons.png and neuron.svg");
+        assert_eq!((checked.token_splits, checked.tiktoken_splits), (1, 1));
+        assert_eq!((seen.client_width, seen.client_height), screen);
+        sections = seen.sections;
+    }
 
     let shots = runs.join("screenshots");
-    let written = browser::screenshots(&chromium, &index, &seen.sections, &shots).unwrap();
+    let written = browser::screenshots(&chromium, &index, &sections, &shots).unwrap();
     assert_eq!(written.len(), 5);
     for path in written {
         let png = std::fs::read(&path).unwrap();
@@ -173,21 +202,32 @@ fn in_chromium_the_check_catches_a_broken_page() {
     let folders = page::collect(&runs);
     let html = std::fs::read_to_string(&index).unwrap();
     // Besides the unreadable report and attention map: a broken image, a box
-    // too wide for a phone, and a FAIL shown as PASS.
+    // too wide for a phone, a FAIL shown as PASS, and a headline pushed below
+    // the first screen.
     let html = html
         .replace(
             "</main>",
             "<img alt=\"torn\" src=\"data:image/png;base64,iVBORw0KGgoAAAA\">\
              <div style=\"width:2000px\">wide</div></main>",
         )
-        .replacen("result fail\">FAIL", "result pass\">PASS", 1);
+        .replacen("result fail\">FAIL", "result pass\">PASS", 1)
+        .replacen(
+            "<div class=\"headline\">",
+            "<div style=\"height:900px\"></div><div class=\"headline\">",
+            1,
+        );
     std::fs::write(&index, html).unwrap();
-    let seen = browser::look(&chromium, &index).unwrap();
+    let seen = browser::look(&chromium, &index, browser::SCREENS[0]).unwrap();
     let problems = browser::check(&seen, &folders, Some(&tiktoken(&[1, 2, 3, 4]))).unwrap_err();
     let all = problems.join("\n");
     assert!(all.contains("image \"torn\" is broken"), "{all}");
     assert!(all.contains("scrolls sideways"), "{all}");
-    assert!(all.contains("\"3.5\", \"PASS\"] shown for [\"train\", \"step-0 loss (PyTorch)\", \"PyTorch\", \"3.3 ± 1e-4\", \"3.5\", \"FAIL\"]"), "{all}");
+    assert!(all.contains("\"3.5\", \"PASS\"] shown for [\"step-0 loss (PyTorch)\", \"3.3 ± 1e-4\", \"3.5\", \"FAIL\"]"), "{all}");
+    assert!(
+        all.contains("lecture-01-full at 390 px: the headline ends "),
+        "{all}"
+    );
+    assert!(all.contains("past the first screen (844 px)"), "{all}");
     assert!(
         all.contains("tiktoken's cl100k_base gives [1, 2, 3, 4]"),
         "{all}"
@@ -202,7 +242,7 @@ fn in_chromium_the_check_catches_a_broken_page() {
     );
     assert!(all.contains("shows an error: "), "{all}");
     assert!(all.contains("attention.json: no \"tokens\" list"), "{all}");
-    assert_eq!(problems.len(), 7, "{all}");
+    assert_eq!(problems.len(), 8, "{all}");
     let _ = std::fs::remove_dir_all(&runs);
 }
 

@@ -1,10 +1,11 @@
 //! The runs page in a real browser.
 //!
 //! [`look`] opens `index.html` from disk in headless Chromium, inside a frame
-//! 390 px wide (a phone), and reads back what the page shows: its sections,
-//! every targets table, whether each image decoded, the page's width, and
-//! the token view. [`check`] compares that with the `report.json` files and,
-//! for GPT-2 and GPT-4, with tiktoken's ids. [`screenshots`] saves a picture
+//! of one of the [`SCREENS`] (a phone's, 390 px wide, and a laptop's, 1,280),
+//! and reads back what the page shows: its sections, every run's headline and
+//! where it ends, every targets table, whether each image decoded, the page's
+//! width, and the token view. [`check`] compares that with the `report.json`
+//! files and, for GPT-2 and GPT-4, with tiktoken's ids. [`screenshots`] saves a picture
 //! of each lecture's section.
 //!
 //! Chromium runs as Debian's `chromium` package does as root in CI:
@@ -13,7 +14,10 @@
 //! `--allow-file-access-from-files` so that the harness page may read the
 //! framed page's DOM.
 
-use super::{picture_files, shows_pictures, target_cells, visible, RunFolder, TOKEN_COLOURS};
+use super::{
+    headline_rows, picture_files, shows_pictures, stage_heading, target_cells, visible, RunFolder,
+    TOKEN_COLOURS,
+};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -21,8 +25,13 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The width of the frame the page is checked in: a phone's.
+/// The width of a phone's screen, in CSS pixels.
 pub const NARROW_WIDTH: u32 = 390;
+
+/// The screens the page is checked on, width × height in CSS pixels: a
+/// phone's (an iPhone 12 to 15) and a laptop's. On each, nothing may scroll
+/// sideways, and each run's headline must end within the first screen of it.
+pub const SCREENS: [(u32, u32); 2] = [(NARROW_WIDTH, 844), (1280, 800)];
 
 /// The browser: `$CHROMIUM`, or the first of `chromium`, `chromium-browser`,
 /// `google-chrome` on `PATH`.
@@ -53,6 +62,8 @@ pub struct Seen {
     pub scroll_width: u32,
     /// See `scroll_width`.
     pub client_width: u32,
+    /// The frame's height, in CSS pixels: one screen.
+    pub client_height: u32,
     /// `src` and `href` values that point off the machine.
     pub external: Vec<String>,
     /// Whether the failed-targets banner is shown.
@@ -65,11 +76,18 @@ pub struct Seen {
 
 /// One run as shown.
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SeenRun {
     /// `lecture-07-full`.
     pub id: String,
     /// The targets table's rows, each its cells' text.
     pub rows: Vec<Vec<String>>,
+    /// The targets table's stage headings.
+    pub stages: Vec<String>,
+    /// The headline table's rows, each its cells' text; `None` without a headline.
+    pub headline: Option<Vec<Vec<String>>>,
+    /// How far below the run's top the headline ends, in CSS pixels.
+    pub headline_bottom: Option<f64>,
 }
 
 /// One image as shown.
@@ -107,23 +125,32 @@ pub struct SeenTokens {
 
 const HARNESS: &str = r#"<!doctype html>
 <html><body>
-<iframe id="page" src="{{PAGE_URL}}" style="width:{{WIDTH}}px;height:900px;border:0" onload="look()"></iframe>
+<iframe id="page" src="{{PAGE_URL}}" style="width:{{WIDTH}}px;height:{{HEIGHT}}px;border:0" onload="look()"></iframe>
 <script>
 function look() {
   const d = document.getElementById('page').contentDocument;
   const all = (root, sel) => Array.from(root.querySelectorAll(sel));
-  // Folded parts count too: open them before measuring the width.
+  const cells = tr => Array.from(tr.cells).map(c => c.textContent);
+  // Folded parts count too: open them before measuring the width. What is
+  // folded comes after a run's headline, so its place does not move.
   all(d, 'details').forEach(x => { x.open = true; });
   const seen = {
     sections: all(d, 'section.lecture').map(s => s.id),
-    runs: all(d, '.run').map(r => ({
-      id: r.id,
-      rows: all(r, 'table.targets tbody tr').map(tr => Array.from(tr.cells).map(c => c.textContent)),
-    })),
+    runs: all(d, '.run').map(r => {
+      const h = r.querySelector('.headline');
+      return {
+        id: r.id,
+        rows: all(r, 'table.targets tr.target').map(cells),
+        stages: all(r, 'table.targets tr.stage').map(tr => tr.textContent),
+        headline: h ? all(h, 'tbody tr').map(cells) : null,
+        headlineBottom: h ? h.getBoundingClientRect().bottom - r.getBoundingClientRect().top : null,
+      };
+    }),
     images: Array.from(d.images).map(i => ({ alt: i.alt, ok: i.complete && i.naturalWidth > 0 })),
     svgs: all(d, 'svg').length,
     scrollWidth: d.documentElement.scrollWidth,
     clientWidth: d.documentElement.clientWidth,
+    clientHeight: d.documentElement.clientHeight,
     external: all(d, '[src],[href]').map(e => e.getAttribute('src') || e.getAttribute('href'))
       .filter(u => /^([a-z]+:)?\/\//i.test(u)),
     failuresBanner: d.getElementById('failures') !== null,
@@ -260,13 +287,14 @@ fn chromium(
     Ok(out)
 }
 
-/// Loads `index` in a frame [`NARROW_WIDTH`] px wide and reads back what it shows.
-pub fn look(browser: &Path, index: &Path) -> Result<Seen, String> {
+/// Loads `index` in a frame of `screen` (width, height) and reads back what it shows.
+pub fn look(browser: &Path, index: &Path, screen: (u32, u32)) -> Result<Seen, String> {
     let scratch = Scratch::new("page-check")?;
     let harness = scratch.0.join("harness.html");
     // The URL goes in last: a path may hold any of the other placeholders' text.
     let html = HARNESS
-        .replace("{{WIDTH}}", &NARROW_WIDTH.to_string())
+        .replace("{{WIDTH}}", &screen.0.to_string())
+        .replace("{{HEIGHT}}", &screen.1.to_string())
         .replace("{{PAGE_URL}}", &file_url(index)?);
     std::fs::write(&harness, html).map_err(|e| format!("{}: {e}", harness.display()))?;
     let dom = chromium(
@@ -302,6 +330,8 @@ pub struct Checked {
     pub runs: usize,
     /// Target rows compared.
     pub rows: usize,
+    /// Headlines that matched their report and ended within the first screen.
+    pub headlines: usize,
     /// Images that decoded.
     pub images: usize,
     /// Inline drawings.
@@ -340,11 +370,36 @@ pub fn check(
                 continue;
             }
         };
-        let targets: Vec<(&crate::StageReport, &crate::Target)> = report
+        let at = format!("{id} at {} px", seen.client_width);
+        match (&run.headline, run.headline_bottom) {
+            (Some(rows), Some(bottom)) => {
+                let want = headline_rows(report);
+                if rows.len() != want.len() || rows.iter().zip(&want).any(|(r, w)| r[..] != w[..]) {
+                    problems.push(format!("{at}: headline {rows:?} shown for {want:?}"));
+                } else if bottom > f64::from(seen.client_height) {
+                    problems.push(format!(
+                        "{at}: the headline ends {bottom:.0} px below the run's top, past the first screen ({} px)",
+                        seen.client_height
+                    ));
+                } else {
+                    checked.headlines += 1;
+                }
+            }
+            _ => problems.push(format!("{at}: no headline")),
+        }
+        let headings: Vec<String> = report
             .stages
             .iter()
-            .flat_map(|s| s.targets.iter().map(move |t| (s, t)))
+            .filter(|s| !s.targets.is_empty())
+            .map(stage_heading)
             .collect();
+        if run.stages != headings {
+            problems.push(format!(
+                "{id}: stage headings {:?} shown for {headings:?}",
+                run.stages
+            ));
+        }
+        let targets: Vec<&crate::Target> = report.stages.iter().flat_map(|s| &s.targets).collect();
         if run.rows.len() != targets.len() {
             problems.push(format!(
                 "{id}: {} target rows shown, report.json has {}",
@@ -353,9 +408,9 @@ pub fn check(
             ));
             continue;
         }
-        for (row, (stage, t)) in run.rows.iter().zip(&targets) {
+        for (row, t) in run.rows.iter().zip(&targets) {
             any_failed |= t.gates() && !t.pass;
-            let want = target_cells(stage, t);
+            let want = target_cells(t);
             if row[..] != want[..] {
                 problems.push(format!("{id}: row {row:?} shown for {want:?}"));
             }
