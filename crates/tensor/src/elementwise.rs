@@ -138,19 +138,69 @@ impl Tensor {
     }
 }
 
+/// How the smaller operand of a broadcast lines up with the larger one, in
+/// memory order, when no broadcast view is needed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Repeat {
+    /// One value for every element: a one-element operand.
+    Scalar,
+    /// `small[i]` for the i-th run of this many consecutive elements: a row's
+    /// sum or max kept with `keepdim`.
+    Runs(usize),
+    /// `small` whole, row after row: `small[j]` for the j-th element of each
+    /// row. A bias, a norm's gain.
+    Rows,
+}
+
+impl Repeat {
+    /// How `small` repeats over `large`, where broadcasting the two gives
+    /// `large`'s shape; `None` when neither way fits.
+    fn of(small: &[usize], large: &[usize]) -> Option<Repeat> {
+        let count: usize = small.iter().product();
+        if small.len() > large.len() || count == 0 {
+            return None;
+        }
+        if count == 1 {
+            return Some(Repeat::Scalar);
+        }
+        if let Some(width) = run_width(small, large) {
+            return Some(Repeat::Runs(width));
+        }
+        let ones = small.iter().take_while(|&&d| d == 1).count();
+        large.ends_with(&small[ones..]).then_some(Repeat::Rows)
+    }
+}
+
 /// `f(x, v)` for each element `x` of `large`, with `v` the element of `small`
-/// whose run of `width` elements it is in.
-fn map_runs(
+/// that `repeat` pairs it with.
+fn map_repeated(
     large: &[f32],
     small: &[f32],
-    width: usize,
+    repeat: Repeat,
     f: impl Fn(f32, f32) -> f32 + Sync,
 ) -> Vec<f32> {
+    let width = match repeat {
+        Repeat::Scalar => return map_slice(large, |x| f(x, small[0])),
+        Repeat::Runs(width) => width,
+        Repeat::Rows => small.len(),
+    };
     parallel_collect(large.len(), width, |start, piece| {
-        let runs = large[start..].chunks(width).zip(&small[start / width..]);
-        for (o, (xs, &v)) in piece.chunks_mut(width).zip(runs) {
-            for (o, &x) in o.iter_mut().zip(xs) {
-                o.write(f(x, v));
+        let rows = piece.chunks_mut(width).zip(large[start..].chunks(width));
+        for (row, (out, xs)) in rows.enumerate() {
+            // One loop for both: only which element of `small` goes with
+            // `x` differs, the row's or the column's.
+            match repeat {
+                Repeat::Runs(_) => {
+                    let v = small[start / width + row];
+                    for (o, &x) in out.iter_mut().zip(xs) {
+                        o.write(f(x, v));
+                    }
+                }
+                _ => {
+                    for ((o, &x), &v) in out.iter_mut().zip(xs).zip(small) {
+                        o.write(f(x, v));
+                    }
+                }
             }
         }
     })
@@ -205,37 +255,15 @@ impl Tensor {
                 });
                 return Tensor::from_vec(out, self.shape());
             }
-            // `other` repeated along the leading axes of `self` (a bias, a
-            // norm's gain): row by row, with no broadcast view.
-            let trailing = |small: &Tensor, large: &Tensor| {
-                let shape = small.shape();
-                let ones = shape.iter().take_while(|&&d| d == 1).count();
-                small.ndim() <= large.ndim()
-                    && !small.is_empty()
-                    && large.shape().ends_with(&shape[ones..])
-            };
-            // One operand constant along the trailing axes of the other (a
-            // row's sum or max kept with `keepdim`): one value per run of
-            // `width` elements, again with no broadcast view.
-            if let Some(width) = run_width(other.shape(), self.shape()) {
-                let out = map_runs(a, b, width, &f);
-                return Tensor::from_vec(out, self.shape());
+            // One operand repeated over the other (a scalar, a row's sum, a
+            // bias), on either side: straight from memory, with no broadcast
+            // view. Each element is still `f` of the pair broadcasting gives.
+            if let Some(repeat) = Repeat::of(other.shape(), self.shape()) {
+                return Tensor::from_vec(map_repeated(a, b, repeat, &f), self.shape());
             }
-            if let Some(width) = run_width(self.shape(), other.shape()) {
-                let out = map_runs(b, a, width, |b, a| f(a, b));
+            if let Some(repeat) = Repeat::of(self.shape(), other.shape()) {
+                let out = map_repeated(b, a, repeat, |b, a| f(a, b));
                 return Tensor::from_vec(out, other.shape());
-            }
-            if trailing(other, self) {
-                let width = b.len();
-                let out = parallel_collect(a.len(), width, |start, piece| {
-                    let rows = a[start..].chunks(width);
-                    for (o, a) in piece.chunks_mut(width).zip(rows) {
-                        for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
-                            o.write(f(a, b));
-                        }
-                    }
-                });
-                return Tensor::from_vec(out, self.shape());
             }
         }
         if self.shape() == other.shape() {
@@ -511,6 +539,24 @@ fn mask(condition: bool) -> f32 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_operand_takes_the_path_that_reads_it_in_memory_order() {
+        use super::Repeat::{self, Rows, Runs, Scalar};
+        let cases: [(&[usize], &[usize], Option<Repeat>); 8] = [
+            (&[], &[300, 128], Some(Scalar)),
+            (&[1], &[300, 128], Some(Scalar)),
+            (&[1, 1, 1], &[2, 3, 4], Some(Scalar)),
+            (&[300, 1], &[300, 128], Some(Runs(128))),
+            (&[128], &[300, 128], Some(Rows)),
+            (&[1, 300, 128], &[2, 300, 128], Some(Rows)),
+            (&[1, 1, 1], &[4], None),
+            (&[3, 1], &[1, 4], None),
+        ];
+        for (small, large, want) in cases {
+            assert_eq!(Repeat::of(small, large), want, "{small:?} over {large:?}");
+        }
+    }
+
     use super::*;
     use crate::normal_cdf;
 

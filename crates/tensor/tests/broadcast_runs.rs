@@ -12,10 +12,13 @@ fn bits(t: &Tensor) -> Vec<u32> {
 }
 
 /// `small` spread over `large` by hand: each element of `large` reads
-/// `small` at the same index, at 0 along `small`'s axes of size 1. (Not
-/// `broadcast_to`, which takes the path under test.)
+/// `small` at the same index, at 0 along `small`'s axes of size 1, and along
+/// the leading axes `small` lacks. (Not `broadcast_to`, which takes the path
+/// under test.)
 fn spread(small: &Tensor, large: &[usize]) -> Tensor {
-    let (values, shape) = (small.to_vec(), small.shape().to_vec());
+    let values = small.to_vec();
+    let mut shape = vec![1; large.len() - small.ndim()];
+    shape.extend_from_slice(small.shape());
     let whole = (0..large.iter().product())
         .map(|flat: usize| {
             let (mut rest, mut at, mut stride) = (flat, 0, 1);
@@ -99,4 +102,38 @@ fn a_row_value_spread_over_its_row_is_the_broadcast() {
             "{small:?} to {large:?}"
         );
     }
+}
+
+#[test]
+fn a_one_element_operand_or_a_bias_gives_the_bits_of_the_whole_broadcast() {
+    let mut gen = TorchGenerator::manual_seed(6);
+    // (small, large): a scalar of each rank (the first in pieces across
+    // threads), an empty result, and a bias with fewer axes.
+    let shapes: [(&[usize], &[usize]); 7] = [
+        (&[], &[228_146, 27]),
+        (&[1], &[228_146, 27]),
+        (&[1, 1], &[5, 7]),
+        (&[1, 1, 1], &[2, 3, 4]),
+        (&[1], &[0, 3]),
+        (&[7], &[5, 7]),
+        (&[1, 64], &[4096, 64]),
+    ];
+    for (small, large) in shapes {
+        let (s, l) = (gen.randn(small), gen.randn(large));
+        let s_whole = spread(&s, large);
+        for (name, got, want) in [
+            ("large / small", l.div(&s), l.div(&s_whole)),
+            ("small / large", s.div(&l), s_whole.div(&l)),
+            ("small - large", s.sub(&l), s_whole.sub(&l)),
+        ] {
+            assert_eq!(got.shape(), large, "{name} {small:?} {large:?}");
+            assert_eq!(bits(&got), bits(&want), "{name} {small:?} {large:?}");
+        }
+    }
+    // More axes on the one-element side: the result takes them.
+    let (s, l) = (gen.randn(&[1, 1, 1]), gen.randn(&[4]));
+    let got = l.sub(&s);
+    assert_eq!(got.shape(), [1, 1, 4]);
+    let want: Vec<f32> = l.to_vec().iter().map(|&x| x - s.to_vec()[0]).collect();
+    assert_eq!(bits(&got), bits(&Tensor::from_vec(want, &[1, 1, 4])));
 }
