@@ -1,5 +1,6 @@
-//! The fused `layer_norm` against the op-by-op `layer_norm_plain`: the same
-//! bits forward and backward, for every input, weight and bias gradient.
+//! The fused `layer_norm` (and the forward-only `Tensor::layer_norm`) against
+//! the op-by-op `layer_norm_plain`: the same bits forward and backward, for
+//! every input, weight and bias gradient.
 //! `torch_parity.rs` and `finite_differences.rs` check the numbers themselves.
 
 use autograd::Graph;
@@ -53,6 +54,12 @@ fn fused_layer_norm_gives_the_plain_ops_bits() {
         for (w, b) in [(Some(&w), Some(&b)), (Some(&w), None), (None, None)] {
             let fused = run(true, &x, w, b, &seed);
             let plain = run(false, &x, w, b, &seed);
+            // The forward-only `Tensor::layer_norm` shares the kernels.
+            let forward = x.layer_norm(w, b, 1e-5);
+            assert!(
+                bits(&forward) == bits(&plain[0]),
+                "{shape:?}: Tensor::layer_norm differs"
+            );
             let names = ["output", "dx", "dweight", "dbias"];
             for ((f, p), name) in fused.iter().zip(&plain).zip(names) {
                 assert_eq!(f.shape(), p.shape(), "{shape:?} {name}");

@@ -29,7 +29,7 @@ pub mod small_matmul;
 pub use broadcast::{broadcast_shapes, ShapeError};
 pub use elementwise::{non_finite_kind, parallel_fill, parallel_update};
 pub use matmul::{check_threads_env, max_threads, set_max_threads, threads_from_env};
-pub use nn::KeepMask;
+pub use nn::{KeepMask, LayerNormStats};
 pub use numeric::{erf, erfc_fast, gelu_into, normal_cdf, normal_cdf_into, SimdPath};
 
 use ndarray::{ArcArray, ArrayD, IxDyn};

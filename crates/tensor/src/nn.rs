@@ -94,6 +94,8 @@ impl Tensor {
     /// `F.layer_norm(x, (D,), weight, bias, eps)` over the last axis:
     /// `(x - mean) / sqrt(var + eps) * weight + bias`, with the biased variance
     /// (divided by `D`), as PyTorch does. `weight` and `bias` have shape `(D,)`.
+    /// Rounded step by step as the op-by-op version on the tape
+    /// (`autograd::Var::layer_norm_plain`) rounds it.
     pub fn layer_norm(&self, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f32) -> Tensor {
         assert!(self.ndim() >= 1, "layer_norm of a 0-d tensor");
         let d = self.shape()[self.ndim() - 1];
@@ -107,25 +109,11 @@ impl Tensor {
                 );
             }
         }
-        let w = weight.map(Tensor::to_vec);
-        let b = bias.map(Tensor::to_vec);
-        self.map_lanes(-1, |x, y| {
-            let n = x.len() as f64;
-            let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
-            let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
-            let rstd = (1.0 / (var + eps as f64).sqrt()) as f32;
-            let mean = mean as f32;
-            for (i, (y, &x)) in y.iter_mut().zip(x).enumerate() {
-                let mut v = (x - mean) * rstd;
-                if let Some(w) = &w {
-                    v *= w[i];
-                }
-                if let Some(b) = &b {
-                    v += b[i];
-                }
-                *y = v;
-            }
-        })
+        if d == 0 {
+            return self.clone();
+        }
+        let stats = self.layer_norm_stats(eps);
+        self.layer_normalized(&stats).scale_shift(weight, bias)
     }
     // ANCHOR_END: layer_norm
 
@@ -262,5 +250,107 @@ impl Tensor {
             }
         });
         Tensor::from_vec(out, self.shape())
+    }
+}
+
+/// Each row's mean and `rstd = 1 / sqrt(var + eps)`, interleaved, rounded step
+/// by step exactly as the op-by-op layer norm's ops round them: an f32 mean
+/// from an f64 sum, f32 deviations, an f32 variance from the f64 sum of their
+/// f32 squares.
+pub struct LayerNormStats(Vec<f32>);
+
+impl LayerNormStats {
+    /// The `rstd` column, shaped `(…, 1)` for rows of `shape`.
+    pub fn rstd(&self, shape: &[usize]) -> Tensor {
+        let mut kept = shape.to_vec();
+        *kept.last_mut().expect("at least one axis") = 1;
+        Tensor::from_vec(self.0.chunks(2).map(|s| s[1]).collect(), &kept)
+    }
+}
+
+/// The sum of a row in f64: what `sum(-1)` and `mean(-1)` compute for each
+/// row before rounding (`Tensor::sum_axes`).
+fn row_sum(values: impl Iterator<Item = f32>) -> f64 {
+    values.map(|v| v as f64).sum::<f64>()
+}
+
+impl Tensor {
+    /// The mean and `1/sqrt(var + eps)` of each row (the last axis, of nonzero width).
+    pub fn layer_norm_stats(&self, eps: f32) -> LayerNormStats {
+        let x = self.contiguous();
+        let values = x.data.as_slice().expect("contiguous");
+        let width = x.shape()[x.ndim() - 1];
+        let d = width as f64;
+        let row_rstd = |row: &[f32]| -> (f32, f32) {
+            let mean = (row_sum(row.iter().copied()) / d) as f32;
+            let var = (row_sum(row.iter().map(|&v| (v - mean) * (v - mean))) / d) as f32;
+            (mean, 1.0 / (var + eps).sqrt())
+        };
+        let mut stats = vec![0f32; 2 * values.len() / width];
+        parallel_fill(&mut stats, 2, |start, piece| {
+            let rows = values[start / 2 * width..].chunks(width);
+            for (s, row) in piece.chunks_mut(2).zip(rows) {
+                (s[0], s[1]) = row_rstd(row);
+            }
+        });
+        LayerNormStats(stats)
+    }
+
+    /// `x̂ = (x − mean) · rstd` for every row, in parallel.
+    pub fn layer_normalized(&self, stats: &LayerNormStats) -> Tensor {
+        let x = self.contiguous();
+        let values = x.data.as_slice().expect("contiguous");
+        let width = x.shape()[x.ndim() - 1];
+        let mut xhat = vec![0f32; values.len()];
+        parallel_fill(&mut xhat, width, |start, piece| {
+            let rows = values[start..]
+                .chunks(width)
+                .zip(stats.0[start / width * 2..].chunks(2));
+            for (out, (row, s)) in piece.chunks_mut(width).zip(rows) {
+                for (o, &v) in out.iter_mut().zip(row) {
+                    *o = (v - s[0]) * s[1];
+                }
+            }
+        });
+        Tensor::from_vec(xhat, x.shape())
+    }
+
+    /// `x̂ · weight + bias`, as two rounded ops (`mul`, then `add`): the affine
+    /// tail of every layer norm.
+    pub fn scale_shift(self, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Tensor {
+        let scaled = match weight {
+            Some(w) => self.mul(w),
+            None => self,
+        };
+        match bias {
+            Some(b) => scaled.add(b),
+            None => scaled,
+        }
+    }
+
+    /// Layer norm's `dx` from `dxhat` (the gradient times the weight), row by
+    /// row, rounded as the op-by-op backward rounds it:
+    /// `dx = (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat)) · rstd / D`.
+    pub fn layer_norm_backward_rows(dxhat: &Tensor, xhat: &Tensor, rstd: &Tensor) -> Tensor {
+        let dxhat = dxhat.contiguous();
+        let g = dxhat.data.as_slice().expect("contiguous");
+        let xh = xhat.data.as_slice().expect("contiguous");
+        let r = rstd.data.as_slice().expect("contiguous");
+        let width = xhat.shape()[xhat.ndim() - 1];
+        let d = width as f32;
+        let mut dx = vec![0f32; g.len()];
+        parallel_fill(&mut dx, width, |start, piece| {
+            let rows = g[start..].chunks(width).zip(xh[start..].chunks(width));
+            for ((out, (g, xh)), &rstd) in
+                piece.chunks_mut(width).zip(rows).zip(&r[start / width..])
+            {
+                let sum_dxhat = row_sum(g.iter().copied()) as f32;
+                let sum_dxhat_xhat = row_sum(g.iter().zip(xh).map(|(&g, &x)| g * x)) as f32;
+                for ((o, &g), &x) in out.iter_mut().zip(g).zip(xh) {
+                    *o = (g * d - sum_dxhat - x * sum_dxhat_xhat) * rstd / d;
+                }
+            }
+        });
+        Tensor::from_vec(dx, xhat.shape())
     }
 }

@@ -80,36 +80,16 @@ impl<'g> Var<'g> {
         if x.ndim() < 2 || x.is_empty() {
             return self.layer_norm_plain(weight, bias, eps);
         }
-        let width = x.shape()[x.ndim() - 1];
-        let stats = row_stats(&x, eps); // (mean, rstd) per row
-        let mut out = normalized(&x, &stats); // (…, C)
-        let mut inputs = vec![self];
-        if let Some(w) = weight {
-            out = out.mul(&w.value());
-            inputs.push(w);
-        }
-        if let Some(b) = bias {
-            out = out.add(&b.value());
-            inputs.push(b);
-        }
-        let w_value = weight.map(|w| w.value());
-        let (has_w, has_b) = (weight.is_some(), bias.is_some());
+        let stats = x.layer_norm_stats(eps); // (mean, rstd) per row
+        let (out, inputs, affine) = Affine::forward(x.layer_normalized(&stats), self, weight, bias);
         self.graph.op(out, &inputs, move |grad| {
             // x̂ again from x and the row statistics, to the bit: the input is
             // kept anyway, a second (…, C) copy for backward need not be.
-            let xhat = normalized(&x, &stats); // (…, C)
-            let dxhat = match &w_value {
-                Some(w) => grad.mul(w),
-                None => grad.contiguous(),
-            };
-            let rstd = stats.rstd(xhat.shape());
-            let mut grads = vec![normalize_rows_backward(&dxhat, &xhat, &rstd)];
-            if has_w {
-                grads.push(grad.mul(&xhat).sum_to_shape(&[width]));
-            }
-            if has_b {
-                grads.push(grad.sum_to_shape(&[width]));
-            }
+            let xhat = x.layer_normalized(&stats); // (…, C)
+            let rstd = stats.rstd(xhat.shape()); // (…, 1)
+            let dxhat = affine.dxhat(grad);
+            let mut grads = vec![Tensor::layer_norm_backward_rows(&dxhat, &xhat, &rstd)];
+            affine.push_param_grads(grad, &xhat, &mut grads);
             grads
         })
     }
@@ -137,23 +117,9 @@ impl<'g> Var<'g> {
             .sqrt()
             .map(|s| 1.0 / s);
         let xhat = centered.mul(&rstd);
-        let mut out = xhat.clone();
-        let mut inputs = vec![self];
-        if let Some(w) = weight {
-            out = out.mul(&w.value());
-            inputs.push(w);
-        }
-        if let Some(b) = bias {
-            out = out.add(&b.value());
-            inputs.push(b);
-        }
-        let w_value = weight.map(|w| w.value());
-        let (has_w, has_b) = (weight.is_some(), bias.is_some());
+        let (out, inputs, affine) = Affine::forward(xhat.clone(), self, weight, bias);
         self.graph.op(out, &inputs, move |grad| {
-            let dxhat = match &w_value {
-                Some(w) => grad.mul(w),
-                None => grad.clone(),
-            };
+            let dxhat = affine.dxhat(grad);
             // dx = rstd/D · (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat))
             let sum_dxhat = dxhat.sum(-1, true);
             let sum_dxhat_xhat = dxhat.mul(&xhat).sum(-1, true);
@@ -164,13 +130,7 @@ impl<'g> Var<'g> {
                 .mul(&rstd)
                 .map(|v| v / d);
             let mut grads = vec![dx];
-            let width = [d as usize];
-            if has_w {
-                grads.push(grad.mul(&xhat).sum_to_shape(&width));
-            }
-            if has_b {
-                grads.push(grad.sum_to_shape(&width));
-            }
+            affine.push_param_grads(grad, &xhat, &mut grads);
             grads
         })
     }
@@ -199,88 +159,49 @@ impl<'g> Var<'g> {
     }
 }
 
-/// The sum of a row in f64, rounded to f32: what `sum(-1)` and `mean(-1)`
-/// compute for each row (`Tensor::sum_axes`).
-fn row_sum(values: impl Iterator<Item = f32>) -> f64 {
-    values.map(|v| v as f64).sum::<f64>()
+/// The affine tail `x̂ · weight + bias` that both layer norms share, and its
+/// backward. (The closures stay in `layer_norm` and `layer_norm_plain`, so that
+/// `ZTH_PROFILE` names the op after them.)
+struct Affine {
+    weight: Option<Tensor>,
+    has_bias: bool,
 }
 
-/// Each row's mean and `rstd = 1 / sqrt(var + eps)`, interleaved, rounded
-/// step by step exactly as [`Var::layer_norm_plain`]'s ops round them: an f32
-/// mean from an f64 sum, f32 deviations, an f32 variance from the f64 sum of
-/// their f32 squares.
-struct RowStats(Vec<f32>);
-
-impl RowStats {
-    /// The `rstd` column, shaped `(…, 1)` for rows of `shape`.
-    fn rstd(&self, shape: &[usize]) -> Tensor {
-        let mut kept = shape.to_vec();
-        *kept.last_mut().expect("2-D or more") = 1;
-        Tensor::from_vec(self.0.chunks(2).map(|s| s[1]).collect(), &kept)
+impl Affine {
+    /// The output from x̂, the op's inputs (`x`, then weight, then bias), and the tail.
+    fn forward<'g>(
+        xhat: Tensor,
+        x: Var<'g>,
+        weight: Option<Var<'g>>,
+        bias: Option<Var<'g>>,
+    ) -> (Tensor, Vec<Var<'g>>, Affine) {
+        let affine = Affine {
+            weight: weight.map(|w| w.value()),
+            has_bias: bias.is_some(),
+        };
+        let out = xhat.scale_shift(affine.weight.as_ref(), bias.map(|b| b.value()).as_ref());
+        let inputs = [Some(x), weight, bias].into_iter().flatten().collect();
+        (out, inputs, affine)
     }
-}
 
-fn row_stats(x: &Tensor, eps: f32) -> RowStats {
-    let x = x.contiguous();
-    let values = x.array().as_slice().expect("contiguous");
-    let width = x.shape()[x.ndim() - 1];
-    let d = width as f64;
-    let row_rstd = |row: &[f32]| -> (f32, f32) {
-        let mean = (row_sum(row.iter().copied()) / d) as f32;
-        let var = (row_sum(row.iter().map(|&v| (v - mean) * (v - mean))) / d) as f32;
-        (mean, 1.0 / (var + eps).sqrt())
-    };
-    let mut stats = vec![0f32; 2 * values.len() / width];
-    tensor::parallel_fill(&mut stats, 2, |start, piece| {
-        let rows = values[start / 2 * width..].chunks(width);
-        for (s, row) in piece.chunks_mut(2).zip(rows) {
-            (s[0], s[1]) = row_rstd(row);
+    /// `dx̂ = grad · weight`, or the gradient itself.
+    fn dxhat(&self, grad: &Tensor) -> Tensor {
+        match &self.weight {
+            Some(w) => grad.mul(w),
+            None => grad.clone(),
         }
-    });
-    RowStats(stats)
-}
+    }
 
-/// `xhat = (x − mean) · rstd` for every row of `x` (at least 2-D), in parallel.
-fn normalized(x: &Tensor, stats: &RowStats) -> Tensor {
-    let x = x.contiguous();
-    let values = x.array().as_slice().expect("contiguous");
-    let width = x.shape()[x.ndim() - 1];
-    let mut xhat = vec![0f32; values.len()];
-    tensor::parallel_fill(&mut xhat, width, |start, piece| {
-        let rows = values[start..]
-            .chunks(width)
-            .zip(stats.0[start / width * 2..].chunks(2));
-        for (out, (row, s)) in piece.chunks_mut(width).zip(rows) {
-            for (o, &v) in out.iter_mut().zip(row) {
-                *o = (v - s[0]) * s[1];
-            }
+    /// Appends `dweight = Σ grad·x̂` and `dbias = Σ grad`, in input order.
+    fn push_param_grads(&self, grad: &Tensor, xhat: &Tensor, grads: &mut Vec<Tensor>) {
+        let width = [xhat.shape()[xhat.ndim() - 1]];
+        if self.weight.is_some() {
+            grads.push(grad.mul(xhat).sum_to_shape(&width));
         }
-    });
-    Tensor::from_vec(xhat, x.shape())
-}
-
-/// Layer norm's `dx` from `dxhat` (the gradient times the weight), row by
-/// row, rounded as [`Var::layer_norm_plain`]'s backward ops round it:
-/// `dx = (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat)) · rstd / D`.
-fn normalize_rows_backward(dxhat: &Tensor, xhat: &Tensor, rstd: &Tensor) -> Tensor {
-    let dxhat = dxhat.contiguous();
-    let g = dxhat.array().as_slice().expect("contiguous");
-    let xh = xhat.array().as_slice().expect("contiguous");
-    let r = rstd.array().as_slice().expect("contiguous");
-    let width = xhat.shape()[xhat.ndim() - 1];
-    let d = width as f32;
-    let mut dx = vec![0f32; g.len()];
-    tensor::parallel_fill(&mut dx, width, |start, piece| {
-        let rows = g[start..].chunks(width).zip(xh[start..].chunks(width));
-        for ((out, (g, xh)), &rstd) in piece.chunks_mut(width).zip(rows).zip(&r[start / width..]) {
-            let sum_dxhat = row_sum(g.iter().copied()) as f32;
-            let sum_dxhat_xhat = row_sum(g.iter().zip(xh).map(|(&g, &x)| g * x)) as f32;
-            for ((o, &g), &x) in out.iter_mut().zip(g).zip(xh) {
-                *o = (g * d - sum_dxhat - x * sum_dxhat_xhat) * rstd / d;
-            }
+        if self.has_bias {
+            grads.push(grad.sum_to_shape(&width));
         }
-    });
-    Tensor::from_vec(dx, xhat.shape())
+    }
 }
 
 impl<'g> Var<'g> {
