@@ -63,6 +63,14 @@ impl Params {
             .map(|(i, p)| (ParamId(i), p))
     }
 
+    /// The first parameter, in registration order, whose value holds a NaN
+    /// or an infinity: a step can leave the weights so before any loss shows it.
+    pub fn first_not_finite(&self) -> Option<&Param> {
+        self.entries
+            .iter()
+            .find(|p| p.value.non_finite_kinds() != [false; 3])
+    }
+
     /// All parameters, mutably.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (ParamId, &mut Param)> {
         self.entries
@@ -105,5 +113,23 @@ impl Params {
                 None => g.contiguous(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_parameter_not_finite_is_found_in_order() {
+        let mut params = Params::new();
+        params.add("a", Tensor::from_vec(vec![1.0, 2.0], &[2]));
+        assert!(params.first_not_finite().is_none());
+        params.add("b", Tensor::from_vec(vec![0.0, f32::NEG_INFINITY], &[2]));
+        params.add("c", Tensor::from_vec(vec![f32::NAN], &[1]));
+        assert_eq!(
+            params.first_not_finite().map(|p| p.name.as_str()),
+            Some("b")
+        );
     }
 }

@@ -137,11 +137,7 @@ fn sealed_again(bytes: &[u8]) -> Option<Vec<u8>> {
 
 fn accepted_is_finite(bytes: &[u8]) -> Result<(), String> {
     if let Ok((trainer, _)) = gpt::checkpoint::from_safetensors(bytes) {
-        if let Some((_, p)) = trainer
-            .params
-            .iter()
-            .find(|(_, p)| p.value.to_vec().iter().any(|v| !v.is_finite()))
-        {
+        if let Some(p) = trainer.params.first_not_finite() {
             return Err(format!(
                 "accepted a checkpoint whose {} is not finite",
                 p.name

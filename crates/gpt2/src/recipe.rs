@@ -522,11 +522,7 @@ pub fn train(
             || stop_after.is_some_and(|stop| trainer.step >= stop)
         {
             // A step can leave the weights NaN before any loss shows it.
-            if let Some((_, p)) = trainer
-                .params
-                .iter()
-                .find(|(_, p)| p.value.to_vec().iter().any(|v| !v.is_finite()))
-            {
+            if let Some(p) = trainer.params.first_not_finite() {
                 return Err(format!(
                     "cpu: {} is not finite after step {step}; stopping without a checkpoint",
                     p.name
