@@ -7,11 +7,9 @@
 //!
 //! Prints the median of several runs and the peak RSS.
 
-use autograd::{Init, Params};
 use gpt2::kv_cache::{forward_cached, KvCache};
 use gpt2::{Gpt, GptConfig, InitScheme};
 use std::time::Instant;
-use tensor::rng::TorchGenerator;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -41,13 +39,8 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
 
 fn main() {
     gpt2::keep_freed_memory();
-    let mut params = Params::new();
-    let mut rng = TorchGenerator::manual_seed(1337);
-    let mut model = Gpt::new(
-        &mut Init::new(&mut params, &mut rng),
-        GptConfig::preset("gpt2").unwrap(),
-        InitScheme::Gpt2,
-    );
+    let (mut model, params) =
+        Gpt::seeded(GptConfig::preset("gpt2").unwrap(), InitScheme::Gpt2, 1337);
     // transformers' GPT2 attends with scaled_dot_product_attention; this is
     // ours, as in a model from_pretrained loads.
     model.set_flash(true);

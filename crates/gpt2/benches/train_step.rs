@@ -8,12 +8,10 @@
 //!
 //! Prints the median of several steps and the peak RSS.
 
-use autograd::{Init, Params};
 use gpt2::recipe::RecipeConfig;
 use gpt2::train::{accumulated_step, configure_optimizers};
 use gpt2::{Gpt, GptConfig, InitScheme};
 use std::time::Instant;
-use tensor::rng::TorchGenerator;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -30,13 +28,7 @@ fn peak_rss_mib() -> f64 {
 
 /// The median milliseconds of `runs` training steps of `config` at `b`×`t`, after one warm-up step.
 fn step_ms(config: GptConfig, (b, t): (usize, usize), runs: usize) -> f64 {
-    let mut params = Params::new();
-    let mut rng = TorchGenerator::manual_seed(1337);
-    let mut model = Gpt::new(
-        &mut Init::new(&mut params, &mut rng),
-        config,
-        InitScheme::Gpt2,
-    );
+    let (mut model, mut params) = Gpt::seeded(config, InitScheme::Gpt2, 1337);
     // ZTH_FLASH=1: the fused attention (build-nanogpt's F.scaled_dot_product_attention).
     model.set_flash(std::env::var("ZTH_FLASH").is_ok_and(|v| v == "1"));
     let mut optimizer = configure_optimizers(&params, 0.1, 6e-4);

@@ -220,8 +220,6 @@ mod tests {
     fn an_accumulated_step_exchanges_the_gradients_once_not_per_micro_step() {
         use crate::model::{Gpt, GptConfig, InitScheme};
         use crate::train::{accumulated_step, configure_optimizers};
-        use autograd::Init;
-        use tensor::rng::TorchGenerator;
 
         let config = GptConfig {
             block_size: 8,
@@ -230,13 +228,7 @@ mod tests {
             n_head: 2,
             n_embd: 8,
         };
-        let mut params = Params::new();
-        let mut rng = TorchGenerator::manual_seed(1337);
-        let model = Gpt::new(
-            &mut Init::new(&mut params, &mut rng),
-            config,
-            InitScheme::Gpt2,
-        );
+        let (model, mut params) = Gpt::seeded(config, InitScheme::Gpt2, 1337);
         let mut optimizer = configure_optimizers(&params, 0.1, 6e-4);
         let ids: Vec<usize> = (0..2 * 8 + 1).map(|i| (i * 5) % 16).collect();
         let mut next_batch = || (ids[..16].to_vec(), ids[1..].to_vec());

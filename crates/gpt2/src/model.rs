@@ -12,6 +12,7 @@ use autograd::{ForwardPass, Init, ParamId, Params, Var};
 use gpt::model::{CausalSelfAttention, LayerNorm};
 use gpt::nn::{Embedding, Linear};
 use serde::{Deserialize, Serialize};
+use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
 /// `GPTConfig`: the model's shape.
@@ -367,6 +368,15 @@ impl Gpt {
         }
     }
     // ANCHOR_END: init
+
+    /// `torch.manual_seed(seed); model = GPT(config)` with `scheme`: the model
+    /// and its parameters.
+    pub fn seeded(config: GptConfig, scheme: InitScheme, seed: u64) -> (Gpt, Params) {
+        let mut params = Params::new();
+        let mut rng = TorchGenerator::manual_seed(seed);
+        let model = Gpt::new(&mut Init::new(&mut params, &mut rng), config, scheme);
+        (model, params)
+    }
 
     // ANCHOR: forward
     /// `idx` `(B, T)` row-major -> logits `(B, T, vocab)`.

@@ -21,13 +21,12 @@ use crate::ddp::{Collective, SingleProcess};
 use crate::model::{Gpt, GptConfig, InitScheme};
 use crate::shards::{DataLoader, TokenShard};
 use crate::train::{accumulated_step, configure_optimizers, LrSchedule};
-use autograd::{AdamW, ForwardPass, Graph, Init, Params};
+use autograd::{AdamW, ForwardPass, Graph, Params};
 use report::{LogEvery, Stage};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tensor::rng::TorchGenerator;
 
 /// The recipe's constants.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -269,13 +268,7 @@ impl Trainer {
         ddp: Box<dyn Collective>,
     ) -> Result<Trainer, String> {
         config.validate(ddp.world_size())?;
-        let mut params = Params::new();
-        let mut rng = TorchGenerator::manual_seed(config.seed);
-        let model = Gpt::new(
-            &mut Init::new(&mut params, &mut rng),
-            config.model,
-            InitScheme::Gpt2,
-        );
+        let (model, params) = Gpt::seeded(config.model, InitScheme::Gpt2, config.seed);
         let optimizer =
             configure_optimizers(&params, config.weight_decay, config.schedule.max_lr as f32);
         let train_loader = train_loader(&config, split, ddp.as_ref())?;

@@ -23,10 +23,9 @@
 
 use crate::ddp::{average, average_gradients, Collective, SingleProcess};
 use crate::model::{Gpt, GptConfig, InitScheme};
-use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
+use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Params};
 use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use report::{LogEvery, Stage};
-use tensor::rng::TorchGenerator;
 
 /// Sequences per batch at these commits.
 pub const B: usize = 4;
@@ -292,8 +291,6 @@ pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<
             Box::new(move || loader.next_batch())
         }
     };
-    let mut params = Params::new();
-    let mut rng = TorchGenerator::manual_seed(1337);
     let mut config = GptConfig::preset("gpt2")?;
     let scheme = match stage {
         TrainStage::OverfitBatch | TrainStage::Dataloader => InitScheme::PyTorchDefaultUntied,
@@ -302,7 +299,7 @@ pub fn train(stage: TrainStage, steps: usize, report: &mut Stage) -> Result<Vec<
     if stage == TrainStage::Optimizer {
         config.vocab_size = 50304; // 7230096: a multiple of 128, kinder to the kernels
     }
-    let model = Gpt::new(&mut Init::new(&mut params, &mut rng), config, scheme);
+    let (model, mut params) = Gpt::seeded(config, scheme, 1337);
     let mut optimizer = match stage {
         TrainStage::Optimizer => configure_optimizers(&params, 0.1, 6e-4),
         // torch.optim.AdamW(model.parameters(), lr=3e-4): β (0.9, 0.999), eps 1e-8, weight decay 0.01.

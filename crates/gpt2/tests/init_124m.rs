@@ -2,12 +2,11 @@
 //! (`fixtures/make_fixtures.py`, `gpt2_124m_init.json`): every tensor's
 //! SHA-256, the parameter count, and the loss on the lecture's first batch.
 
-use autograd::{ForwardPass, Graph, Init, Params};
+use autograd::{ForwardPass, Graph};
 use bpe::{AllowedSpecial, Gpt2Tokenizer};
 use gpt2::{Gpt, GptConfig, InitScheme};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tensor::rng::TorchGenerator;
 
 fn fixture() -> Value {
     serde_json::from_str(include_str!("fixtures/gpt2_124m_init.json")).unwrap()
@@ -25,13 +24,7 @@ fn first_batch() -> Vec<usize> {
 
 fn check(key: &str, scheme: InitScheme) {
     let fx = &fixture()[key];
-    let mut params = Params::new();
-    let mut rng = TorchGenerator::manual_seed(1337);
-    let model = Gpt::new(
-        &mut Init::new(&mut params, &mut rng),
-        GptConfig::preset("gpt2").unwrap(),
-        scheme,
-    );
+    let (model, params) = Gpt::seeded(GptConfig::preset("gpt2").unwrap(), scheme, 1337);
     assert_eq!(
         params.count() as u64,
         fx["parameters"].as_u64().unwrap(),
@@ -113,13 +106,7 @@ fn parameter_counts_at_both_vocab_sizes() {
             Some(want as u64),
             "GptConfig::parameter_count"
         );
-        let mut params = Params::new();
-        let mut rng = TorchGenerator::manual_seed(0);
-        Gpt::new(
-            &mut Init::new(&mut params, &mut rng),
-            config,
-            InitScheme::Gpt2,
-        );
+        let (_, params) = Gpt::seeded(config, InitScheme::Gpt2, 0);
         assert_eq!(params.count(), want, "built model at vocab {vocab}");
     }
 }

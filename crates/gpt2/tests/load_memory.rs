@@ -3,10 +3,8 @@
 //! parameters' bytes. Measured in a child process (this test binary run
 //! again), from the kernel's high-water mark (`VmHWM` in /proc/self/status).
 
-use autograd::{Init, Params};
 use gpt2::{Gpt, GptConfig, InitScheme};
 use std::process::Command;
-use tensor::rng::TorchGenerator;
 
 const CHILD: &str = "GPT2_LOAD_MEMORY_CHILD";
 
@@ -26,14 +24,8 @@ fn loading_the_124m_model_holds_one_copy_of_its_weights() {
     }
     let dir = std::env::temp_dir().join(format!("gpt2-load-memory-{}", std::process::id()));
     {
-        let mut params = Params::new();
-        let mut rng = TorchGenerator::manual_seed(0);
         let config = GptConfig::preset("gpt2").unwrap();
-        let model = Gpt::new(
-            &mut Init::new(&mut params, &mut rng),
-            config,
-            InitScheme::Gpt2,
-        );
+        let (model, params) = Gpt::seeded(config, InitScheme::Gpt2, 0);
         gpt2::hf::save_pretrained(&dir, &model, &params).unwrap();
     }
     let out = Command::new(std::env::current_exe().unwrap())
