@@ -46,6 +46,22 @@ fn small() -> (RecipeConfig, Split) {
     (config, Split::new(&tokens))
 }
 
+/// A fresh run of `config` in a new scratch folder `name` (also the stage's
+/// label), trained until `stop` or to its end: the trainer, what the run
+/// returned, and the folder, which then holds `checkpoint.safetensors`.
+fn trained(
+    name: &str,
+    config: &RecipeConfig,
+    split: &Split,
+    stop: Option<usize>,
+) -> (Trainer, recipe::Trained, PathBuf) {
+    let dir = scratch(name);
+    let mut trainer = Trainer::new(config.clone(), split).unwrap();
+    let mut stage = report::Stage::standalone(name);
+    let run = recipe::train(&mut trainer, split, &dir, &mut stage, stop).unwrap();
+    (trainer, run, dir)
+}
+
 fn values(trainer: &Trainer) -> Vec<Vec<f32>> {
     trainer
         .params
@@ -57,16 +73,7 @@ fn values(trainer: &Trainer) -> Vec<Vec<f32>> {
 #[test]
 fn a_resumed_run_continues_the_same_losses_log_and_weights_bit_for_bit() {
     let (config, split) = small();
-    let straight_dir = scratch("straight");
-    let mut straight = Trainer::new(config.clone(), &split).unwrap();
-    let all = recipe::train(
-        &mut straight,
-        &split,
-        &straight_dir,
-        &mut report::Stage::standalone("a"),
-        None,
-    )
-    .unwrap();
+    let (straight, all, straight_dir) = trained("straight", &config, &split, None);
     assert_eq!(all.losses.len(), 8);
     assert_eq!(
         all.evals.iter().map(|e| e.step).collect::<Vec<_>>(),
@@ -74,16 +81,7 @@ fn a_resumed_run_continues_the_same_losses_log_and_weights_bit_for_bit() {
     );
     assert!(all.evals[2].val < all.evals[0].val, "{:?}", all.evals);
 
-    let stopped_dir = scratch("stopped");
-    let mut first = Trainer::new(config, &split).unwrap();
-    let head = recipe::train(
-        &mut first,
-        &split,
-        &stopped_dir,
-        &mut report::Stage::standalone("b"),
-        Some(3),
-    )
-    .unwrap();
+    let (first, head, stopped_dir) = trained("stopped", &config, &split, Some(3));
     assert_eq!(head.losses, all.losses[..3]);
     drop(first);
     let checkpoint = stopped_dir.join("checkpoint.safetensors");
@@ -163,16 +161,7 @@ fn damaged_checkpoints_are_refused_naming_the_file() {
 fn a_trained_model_exports_to_openais_and_llm_cs_layouts_and_loads_back() {
     let (mut config, split) = small();
     config.schedule.max_steps = 3;
-    let dir = scratch("export");
-    let mut trainer = Trainer::new(config, &split).unwrap();
-    recipe::train(
-        &mut trainer,
-        &split,
-        &dir,
-        &mut report::Stage::standalone("e"),
-        None,
-    )
-    .unwrap();
+    let (trainer, _, dir) = trained("export", &config, &split, None);
     let ids: Vec<usize> = split.val.in_memory().unwrap()[..16]
         .iter()
         .map(|&t| t as usize)
@@ -295,16 +284,7 @@ fn a_saved_models_val_loss_is_transformers_own() {
 #[test]
 fn a_checkpoint_resumes_only_on_its_own_data_and_a_stop_before_it_trains_nothing() {
     let (config, split) = small();
-    let dir = scratch("guard");
-    let mut trainer = Trainer::new(config.clone(), &split).unwrap();
-    recipe::train(
-        &mut trainer,
-        &split,
-        &dir,
-        &mut report::Stage::standalone("g"),
-        Some(3),
-    )
-    .unwrap();
+    let (_, _, dir) = trained("guard", &config, &split, Some(3));
     let checkpoint = dir.join("checkpoint.safetensors");
     let tokens = gpt2::train::shakespeare_tokens(Some(60_000)).unwrap();
     let err = gpt2::checkpoint::load(&checkpoint, &Split::new(&tokens))
@@ -378,16 +358,7 @@ fn with_metadata(
 fn a_checkpoint_from_before_data_parallel_training_still_resumes() {
     let (mut config, split) = small();
     config.schedule.max_steps = 3;
-    let dir = scratch("format-1");
-    let mut trainer = Trainer::new(config, &split).unwrap();
-    recipe::train(
-        &mut trainer,
-        &split,
-        &dir,
-        &mut report::Stage::standalone("f"),
-        None,
-    )
-    .unwrap();
+    let (trainer, _, dir) = trained("format-1", &config, &split, None);
     let path = dir.join("checkpoint.safetensors");
     // Format 1 had one process's `loader` where format 2 has `loaders` and
     // `world_size`, and no `sha256` (format 3).
