@@ -45,18 +45,12 @@ pub fn to_safetensors(trainer: &Trainer, vocab: &CharVocab) -> Result<Vec<u8>, S
         ("format".to_string(), FORMAT.to_string()),
         ("iter".to_string(), trainer.iter.to_string()),
         ("adamw_step".to_string(), trainer.opt.steps().to_string()),
-        (
-            "config".to_string(),
-            serde_json::to_string(&trainer.cfg).map_err(|e| e.to_string())?,
-        ),
+        ("config".to_string(), to_json(&trainer.cfg)?),
         (
             "vocab".to_string(),
             vocab.chars().iter().collect::<String>(),
         ),
-        (
-            "rng".to_string(),
-            serde_json::to_string(&rng).map_err(|e| e.to_string())?,
-        ),
+        ("rng".to_string(), to_json(&rng)?),
     ]);
     serialize_with_digest(&tensors, metadata)
 }
@@ -131,6 +125,74 @@ pub fn check_digest(st: &SafeTensors, metadata: &HashMap<String, String>) -> Res
         );
     }
     Ok(())
+}
+
+/// A checkpoint's bytes opened as safetensors, with its metadata: what every
+/// checkpoint reader here starts from. Errors name the metadata key.
+pub struct Opened<'a> {
+    /// The tensors.
+    pub tensors: SafeTensors<'a>,
+    /// The metadata (empty if the file has none).
+    pub meta: HashMap<String, String>,
+    /// What a missing key says the file is not: "not a gpt checkpoint".
+    not_a: &'static str,
+}
+
+/// Opens `bytes` as safetensors; a file cut short says it may be truncated.
+/// `not_a` ends the message of a missing key ("not a gpt checkpoint").
+pub fn open<'a>(bytes: &'a [u8], not_a: &'static str) -> Result<Opened<'a>, String> {
+    let tensors = SafeTensors::deserialize(bytes)
+        .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
+    let meta = header.metadata().clone().unwrap_or_default();
+    Ok(Opened {
+        tensors,
+        meta,
+        not_a,
+    })
+}
+
+impl Opened<'_> {
+    /// A metadata value, or an error naming the missing key.
+    pub fn field(&self, key: &str) -> Result<&str, String> {
+        self.meta
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| format!("metadata has no `{key}`; {}", self.not_a))
+    }
+
+    /// A metadata value parsed (`"3"` as a step), or an error naming the key.
+    pub fn parse<T: std::str::FromStr>(&self, key: &str) -> Result<T, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.field(key)?
+            .parse()
+            .map_err(|e| format!("bad {key} metadata: {e}"))
+    }
+
+    /// A metadata value read as JSON, or an error naming the key.
+    pub fn json<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<T, String> {
+        serde_json::from_str(self.field(key)?).map_err(|e| format!("bad {key} metadata: {e}"))
+    }
+
+    /// Refuses a file whose `format` is not `format`.
+    pub fn check_format(&self, format: &str) -> Result<(), String> {
+        match self.field("format")? {
+            f if f == format => Ok(()),
+            f => Err(format!("format is {f:?}, expected {format:?}")),
+        }
+    }
+
+    /// [`check_digest`] on this file.
+    pub fn check_digest(&self) -> Result<(), String> {
+        check_digest(&self.tensors, &self.meta)
+    }
+}
+
+/// A value as JSON text, for the metadata.
+pub fn to_json(value: &impl serde::Serialize) -> Result<String, String> {
+    serde_json::to_string(value).map_err(|e| e.to_string())
 }
 
 /// The `model/`, `adamw.exp_avg/` and `adamw.exp_avg_sq/` tensors of a
@@ -291,38 +353,21 @@ pub fn load(path: &Path) -> Result<(Trainer, CharVocab), String> {
 
 /// [`load`] from bytes.
 pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
-    let st = SafeTensors::deserialize(bytes)
-        .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
-    let meta = header.metadata().clone().unwrap_or_default();
-    let field = |key: &str| {
-        meta.get(key)
-            .ok_or_else(|| format!("metadata has no `{key}`; not a gpt checkpoint"))
-    };
-    if field("format")? == FORMAT_WITHOUT_DIGEST {
+    let file = open(bytes, "not a gpt checkpoint")?;
+    if file.field("format")? == FORMAT_WITHOUT_DIGEST {
         return Err(format!(
             "format is {FORMAT_WITHOUT_DIGEST:?}, written by an older version of this crate \
              (before checkpoints carried a SHA-256); train again without --resume"
         ));
     }
-    if field("format")? != FORMAT {
-        return Err(format!(
-            "format is {:?}, expected {FORMAT:?}",
-            field("format")?
-        ));
-    }
-    check_digest(&st, &meta)?;
-    let cfg = lecture_config(field("config")?)?;
-    let iter: usize = field("iter")?
-        .parse()
-        .map_err(|e| format!("bad iter metadata: {e}"))?;
-    let adamw_step: u64 = field("adamw_step")?
-        .parse()
-        .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
-    let words: Vec<u32> =
-        serde_json::from_str(field("rng")?).map_err(|e| format!("bad rng metadata: {e}"))?;
+    file.check_format(FORMAT)?;
+    file.check_digest()?;
+    let cfg = lecture_config(file.field("config")?)?;
+    let iter: usize = file.parse("iter")?;
+    let adamw_step: u64 = file.parse("adamw_step")?;
+    let words: Vec<u32> = file.json("rng")?;
     let rng = TorchGenerator::from_state(&words).map_err(|e| format!("bad rng metadata: {e}"))?;
-    let vocab = CharVocab::from_chars(field("vocab")?.chars().collect());
+    let vocab = CharVocab::from_chars(file.field("vocab")?.chars().collect());
     if vocab.len() != cfg.model.vocab_size() {
         return Err(format!(
             "vocab has {} characters but the config says {}",
@@ -332,7 +377,12 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     }
 
     let mut trainer = Trainer::new(cfg);
-    restore_model_and_moments(&st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
+    restore_model_and_moments(
+        &file.tensors,
+        &mut trainer.params,
+        &mut trainer.opt,
+        adamw_step,
+    )?;
     trainer.iter = iter;
     trainer.rng = std::cell::RefCell::new(rng);
     Ok((trainer, vocab))

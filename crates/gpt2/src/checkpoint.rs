@@ -21,7 +21,7 @@
 use crate::ddp::{check_in_sync, Collective, SingleProcess};
 use crate::recipe::{train_loader, RecipeConfig, Split, Trainer};
 use crate::shards::LoaderState;
-use safetensors::SafeTensors;
+use gpt::checkpoint::to_json;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -43,16 +43,12 @@ pub fn to_safetensors(trainer: &Trainer, loaders: &[LoaderState]) -> Result<Vec<
             "adamw_step".to_string(),
             trainer.optimizer.steps().to_string(),
         ),
-        ("config".to_string(), json(&trainer.config)?),
+        ("config".to_string(), to_json(&trainer.config)?),
         ("world_size".to_string(), loaders.len().to_string()),
-        ("loaders".to_string(), json(&loaders)?),
+        ("loaders".to_string(), to_json(&loaders)?),
         ("train_data".to_string(), trainer.train_data.clone()),
     ]);
     gpt::checkpoint::serialize_with_digest(&tensors, metadata)
-}
-
-fn json(value: &impl serde::Serialize) -> Result<String, String> {
-    serde_json::to_string(value).map_err(|e| e.to_string())
 }
 
 /// Writes the checkpoint atomically (temp file + rename). Every rank calls
@@ -110,8 +106,8 @@ pub fn resume(
         return Err(format!(
             "--resume: {} holds the recipe {}, but this run asks for {}",
             path.display(),
-            json(&trainer.config)?,
-            json(config)?
+            to_json(&trainer.config)?,
+            to_json(config)?
         ));
     }
     if trainer.ddp.is_master() {
@@ -135,22 +131,15 @@ pub fn from_safetensors(
     split: &Split,
     ddp: Box<dyn Collective>,
 ) -> Result<Trainer, String> {
-    let st = SafeTensors::deserialize(bytes)
-        .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
-    let meta = header.metadata().clone().unwrap_or_default();
-    let field = |key: &str| {
-        meta.get(key)
-            .ok_or_else(|| format!("metadata has no `{key}`; not a gpt2 recipe checkpoint"))
-    };
-    let format = field("format")?;
+    let file = gpt::checkpoint::open(bytes, "not a gpt2 recipe checkpoint")?;
+    let format = file.field("format")?;
     let one_process = format == FORMAT_ONE_PROCESS;
     if format == FORMAT {
-        gpt::checkpoint::check_digest(&st, &meta)?;
+        file.check_digest()?;
     } else if one_process || format == FORMAT_WITHOUT_DIGEST {
         // Older checkpoints carry no digest; one that has one was format 3 before
         // a flipped bit turned its version number into an older one.
-        if meta.contains_key(gpt::checkpoint::SHA256_KEY) {
+        if file.meta.contains_key(gpt::checkpoint::SHA256_KEY) {
             return Err(format!(
                 "format is {format:?}, which has no `{}`, yet this file has one",
                 gpt::checkpoint::SHA256_KEY
@@ -159,8 +148,7 @@ pub fn from_safetensors(
     } else {
         return Err(format!("format is {format:?}, expected {FORMAT:?}"));
     }
-    let config: RecipeConfig =
-        serde_json::from_str(field("config")?).map_err(|e| format!("bad config metadata: {e}"))?;
+    let config: RecipeConfig = file.json("config")?;
     // Before a model is built from it: the model must fit in the file's tensors,
     // so a damaged config cannot ask for more memory than the file holds.
     let m = &config.model;
@@ -170,7 +158,8 @@ pub fn from_safetensors(
     {
         return Err(format!("its config's model {m:?} is not a GPT-2 shape"));
     }
-    let file_floats: u64 = st
+    let file_floats: u64 = file
+        .tensors
         .tensors()
         .iter()
         .filter(|(name, _)| name.starts_with("model/"))
@@ -181,25 +170,11 @@ pub fn from_safetensors(
             "its config's model {m:?} has more parameters than the {file_floats} the file holds"
         ));
     }
-    let step: usize = field("step")?
-        .parse()
-        .map_err(|e| format!("bad step metadata: {e}"))?;
-    let adamw_step: u64 = field("adamw_step")?
-        .parse()
-        .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
+    let step: usize = file.parse("step")?;
+    let adamw_step: u64 = file.parse("adamw_step")?;
     let (loaders, world): (Vec<LoaderState>, usize) = match one_process {
-        true => (
-            vec![serde_json::from_str(field("loader")?)
-                .map_err(|e| format!("bad loader metadata: {e}"))?],
-            1,
-        ),
-        false => (
-            serde_json::from_str(field("loaders")?)
-                .map_err(|e| format!("bad loaders metadata: {e}"))?,
-            field("world_size")?
-                .parse()
-                .map_err(|e| format!("bad world_size metadata: {e}"))?,
-        ),
+        true => (vec![file.json("loader")?], 1),
+        false => (file.json("loaders")?, file.parse("world_size")?),
     };
     if loaders.len() != world {
         return Err(format!(
@@ -221,7 +196,7 @@ pub fn from_safetensors(
         ));
     }
     let loader = loaders[ddp.rank()];
-    let saved_data = field("train_data")?;
+    let saved_data = file.field("train_data")?;
     let data = split.train.describe()?;
     if *saved_data != data {
         return Err(format!(
@@ -236,7 +211,7 @@ pub fn from_safetensors(
     }
     let mut trainer = Trainer::with_ddp(config.clone(), split, ddp)?;
     gpt::checkpoint::restore_model_and_moments(
-        &st,
+        &file.tensors,
         &mut trainer.params,
         &mut trainer.optimizer,
         adamw_step,

@@ -18,7 +18,8 @@ use crate::loader::InfiniteSampler;
 use crate::model::{state_dict, ModelConfig, ModelType};
 use crate::train::{TrainConfig, Trainer};
 use gpt::checkpoint::{
-    check_digest, model_and_moments, restore_model_and_moments, serialize_with_digest, NamedTensor,
+    model_and_moments, restore_model_and_moments, serialize_with_digest, to_json, NamedTensor,
+    Opened,
 };
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
@@ -40,28 +41,15 @@ fn bytes_of(t: &Tensor) -> Vec<u8> {
 }
 
 fn common_metadata(trainer: &Trainer) -> Result<HashMap<String, String>, String> {
-    let json = |v: &dyn erased::Json| v.to_json();
     Ok(HashMap::from([
         ("type".to_string(), trainer.cfg.kind.name().to_string()),
-        ("config".to_string(), json(&trainer.config)?),
-        ("train_config".to_string(), json(&trainer.cfg)?),
+        ("config".to_string(), to_json(&trainer.config)?),
+        ("train_config".to_string(), to_json(&trainer.cfg)?),
         (
             "vocab".to_string(),
             trainer.data.vocab.chars().iter().collect(),
         ),
     ]))
-}
-
-mod erased {
-    /// serde_json for the few types the metadata holds.
-    pub trait Json {
-        fn to_json(&self) -> Result<String, String>;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn to_json(&self) -> Result<String, String> {
-            serde_json::to_string(self).map_err(|e| e.to_string())
-        }
-    }
 }
 
 /// Writes `bytes` to `dir/name` atomically, naming the file in an error.
@@ -90,71 +78,43 @@ pub fn save_last(dir: &Path, trainer: &Trainer) -> Result<(), String> {
     metadata.insert("format".into(), LAST_FORMAT.into());
     metadata.insert("step".into(), trainer.step.to_string());
     metadata.insert("adamw_step".into(), trainer.opt.steps().to_string());
-    metadata.insert(
-        "global_rng".into(),
-        serde_json::to_string(&trainer.global.state()).map_err(|e| e.to_string())?,
-    );
-    metadata.insert(
-        "sampler".into(),
-        serde_json::to_string(&trainer.sampler).map_err(|e| e.to_string())?,
-    );
+    metadata.insert("global_rng".into(), to_json(&trainer.global.state())?);
+    metadata.insert("sampler".into(), to_json(&trainer.sampler)?);
     metadata.insert(
         "best_loss".into(),
-        serde_json::to_string(&trainer.best_loss.map(f32::to_bits)).map_err(|e| e.to_string())?,
+        to_json(&trainer.best_loss.map(f32::to_bits))?,
     );
     write(dir, LAST, &serialize_with_digest(&tensors, metadata)?)
 }
 
-/// A checkpoint read and checked: its tensors and metadata.
-struct Opened<'a> {
-    st: SafeTensors<'a>,
-    meta: HashMap<String, String>,
-}
-
+/// Opens a checkpoint of `format` and checks its digest.
 fn open<'a>(bytes: &'a [u8], format: &str) -> Result<Opened<'a>, String> {
-    let st = SafeTensors::deserialize(bytes)
-        .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
-    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| e.to_string())?;
-    let meta = header.metadata().clone().unwrap_or_default();
-    match meta.get("format") {
-        Some(f) if f == format => {}
-        Some(f) => return Err(format!("its format is {f:?}, expected {format:?}")),
-        None => return Err("it has no `format` metadata; not written by makemore".into()),
-    }
-    check_digest(&st, &meta)?;
-    Ok(Opened { st, meta })
+    let file = gpt::checkpoint::open(bytes, "not written by makemore")?;
+    file.check_format(format)?;
+    file.check_digest()?;
+    Ok(file)
 }
 
-impl Opened<'_> {
-    fn field(&self, key: &str) -> Result<&str, String> {
-        self.meta
-            .get(key)
-            .map(String::as_str)
-            .ok_or_else(|| format!("metadata has no `{key}`"))
+/// Refuses a file whose model is not the one the flags and the data made.
+fn check_model(file: &Opened, trainer: &Trainer) -> Result<(), String> {
+    let kind = ModelType::parse(file.field("type")?)?;
+    let config: ModelConfig = file.json("config")?;
+    if kind != trainer.cfg.kind || config != trainer.config {
+        return Err(format!(
+            "it holds a {kind} model with {config:?}, but the flags and the input make a {} model with {:?}; \
+             pass the flags it was trained with, or another --work-dir",
+            trainer.cfg.kind, trainer.config
+        ));
     }
-
-    /// Refuses a file whose model is not the one the flags and the data made.
-    fn check_model(&self, trainer: &Trainer) -> Result<(), String> {
-        let kind = ModelType::parse(self.field("type")?)?;
-        let config: ModelConfig =
-            serde_json::from_str(self.field("config")?).map_err(|e| format!("bad config: {e}"))?;
-        if kind != trainer.cfg.kind || config != trainer.config {
-            return Err(format!(
-                "it holds a {kind} model with {config:?}, but the flags and the input make a {} model with {:?}; \
-                 pass the flags it was trained with, or another --work-dir",
-                trainer.cfg.kind, trainer.config
-            ));
-        }
-        let vocab: Vec<char> = self.field("vocab")?.chars().collect();
-        if Vocab::from_chars(vocab.clone())? != trainer.data.vocab {
-            return Err(format!(
-                "its vocabulary {:?} is not the input file's {:?}",
-                vocab.iter().collect::<String>(),
-                trainer.data.vocab.chars().iter().collect::<String>()
-            ));
-        }
-        Ok(())
+    let vocab: Vec<char> = file.field("vocab")?.chars().collect();
+    if Vocab::from_chars(vocab.clone())? != trainer.data.vocab {
+        return Err(format!(
+            "its vocabulary {:?} is not the input file's {:?}",
+            vocab.iter().collect::<String>(),
+            trainer.data.vocab.chars().iter().collect::<String>()
+        ));
     }
+    Ok(())
 }
 
 fn read_f32(st: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Tensor, String> {
@@ -185,17 +145,17 @@ pub fn load_best(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
     let bytes = std::fs::read(&path).map_err(|e| no_file(&path, e))?;
     (|| {
         let file = open(&bytes, BEST_FORMAT)?;
-        file.check_model(trainer)?;
+        check_model(&file, trainer)?;
         let expected = state_dict(trainer.cfg.kind, &trainer.config, &trainer.params);
-        if file.st.len() != expected.len() {
+        if file.tensors.len() != expected.len() {
             return Err(format!(
                 "it holds {} tensors, the model's state_dict {}",
-                file.st.len(),
+                file.tensors.len(),
                 expected.len()
             ));
         }
         for (_, p) in trainer.params.iter_mut() {
-            p.value = read_f32(&file.st, &p.name, p.value.shape())?;
+            p.value = read_f32(&file.tensors, &p.name, p.value.shape())?;
         }
         Ok(())
     })()
@@ -208,19 +168,12 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
     let bytes = std::fs::read(&path).map_err(|e| no_file(&path, e))?;
     (|| {
         let file = open(&bytes, LAST_FORMAT)?;
-        file.check_model(trainer)?;
-        let number = |key: &str| -> Result<u64, String> {
-            file.field(key)?
-                .parse()
-                .map_err(|e| format!("bad `{key}`: {e}"))
-        };
-        let adamw_step = number("adamw_step")?;
-        let step = number("step")? as usize;
-        let words: Vec<u32> = serde_json::from_str(file.field("global_rng")?)
-            .map_err(|e| format!("bad global_rng: {e}"))?;
+        check_model(&file, trainer)?;
+        let adamw_step: u64 = file.parse("adamw_step")?;
+        let step: usize = file.parse("step")?;
+        let words: Vec<u32> = file.json("global_rng")?;
         let global = TorchGenerator::from_state(&words).map_err(|e| format!("global_rng: {e}"))?;
-        let sampler: Option<InfiniteSampler> = serde_json::from_str(file.field("sampler")?)
-            .map_err(|e| format!("bad sampler: {e}"))?;
+        let sampler: Option<InfiniteSampler> = file.json("sampler")?;
         if let Some(s) = &sampler {
             let state_ok = s
                 .generator
@@ -231,17 +184,20 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
             }
         }
         // Another seed splits the file differently: test words would train.
-        let saved: TrainConfig = serde_json::from_str(file.field("train_config")?)
-            .map_err(|e| format!("bad train_config: {e}"))?;
+        let saved: TrainConfig = file.json("train_config")?;
         if saved.seed != trainer.cfg.seed {
             return Err(format!(
                 "it was trained with --seed {}, which chose its test words; resume with --seed {0}",
                 saved.seed
             ));
         }
-        let best: Option<u32> = serde_json::from_str(file.field("best_loss")?)
-            .map_err(|e| format!("bad best_loss: {e}"))?;
-        restore_model_and_moments(&file.st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
+        let best: Option<u32> = file.json("best_loss")?;
+        restore_model_and_moments(
+            &file.tensors,
+            &mut trainer.params,
+            &mut trainer.opt,
+            adamw_step,
+        )?;
         trainer.global = global;
         trainer.sampler = sampler;
         trainer.step = step;

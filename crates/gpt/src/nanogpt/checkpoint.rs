@@ -10,12 +10,11 @@
 
 use super::train::{History, Run, TrainArgs};
 use crate::checkpoint::{
-    check_digest, model_and_moments, restore_model_and_moments, serialize_with_digest,
+    model_and_moments, open, restore_model_and_moments, serialize_with_digest, to_json,
 };
 use crate::data::CharVocab;
 use crate::model::GptConfig;
 use crate::train::Trainer;
-use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -63,39 +62,19 @@ impl Checkpoint {
 
     /// [`Checkpoint::load`] from bytes.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Checkpoint, String> {
-        let st = SafeTensors::deserialize(&bytes)
-            .map_err(|e| format!("not a complete safetensors file ({e}); was it truncated?"))?;
-        let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| e.to_string())?;
-        let meta = header.metadata().clone().unwrap_or_default();
-        let field = |key: &str| {
-            meta.get(key)
-                .ok_or_else(|| format!("metadata has no `{key}`; not a checkpoint of `gpt train`"))
+        let file = open(&bytes, "not a checkpoint of `gpt train`")?;
+        file.check_format(FORMAT)?;
+        file.check_digest()?;
+        let model_args: GptConfig = file.json("model_args")?;
+        let config: TrainArgs = file.json("config")?;
+        let iter_num = file.parse::<f64>("iter_num")? as usize;
+        let best_val_loss = file.parse::<f64>("best_val_loss")? as f32;
+        let vocab = CharVocab::from_chars(file.field("vocab")?.chars().collect());
+        let history = match file.meta.contains_key("history") {
+            true => file.json("history")?,
+            false => History::default(),
         };
-        if field("format")? != FORMAT {
-            return Err(format!(
-                "format is {:?}, expected {FORMAT:?}",
-                field("format")?
-            ));
-        }
-        check_digest(&st, &meta)?;
-        let model_args: GptConfig = serde_json::from_str(field("model_args")?)
-            .map_err(|e| format!("bad model_args metadata: {e}"))?;
-        let config: TrainArgs = serde_json::from_str(field("config")?)
-            .map_err(|e| format!("bad config metadata: {e}"))?;
-        let number = |key: &str| -> Result<f64, String> {
-            field(key)?
-                .parse()
-                .map_err(|e| format!("bad {key} metadata: {e}"))
-        };
-        let iter_num = number("iter_num")? as usize;
-        let best_val_loss = number("best_val_loss")? as f32;
-        let vocab = CharVocab::from_chars(field("vocab")?.chars().collect());
-        let history = match meta.get("history") {
-            Some(json) => {
-                serde_json::from_str(json).map_err(|e| format!("bad history metadata: {e}"))?
-            }
-            None => History::default(),
-        };
+        drop(file);
         if vocab.len() != model_args.vocab_size {
             return Err(format!(
                 "its vocabulary has {} characters but model_args says vocab_size {}",
@@ -181,16 +160,14 @@ impl Checkpoint {
     /// Copies the weights and AdamW's moments into `trainer` (built for
     /// `model_args`) and sets its iteration.
     pub fn restore(&self, trainer: &mut Trainer) -> Result<(), String> {
-        let st = SafeTensors::deserialize(&self.bytes).map_err(|e| e.to_string())?;
-        let (_, header) = SafeTensors::read_metadata(&self.bytes).map_err(|e| e.to_string())?;
-        let adamw_step: u64 = header
-            .metadata()
-            .as_ref()
-            .and_then(|m| m.get("adamw_step"))
-            .ok_or("metadata has no `adamw_step`")?
-            .parse()
-            .map_err(|e| format!("bad adamw_step metadata: {e}"))?;
-        restore_model_and_moments(&st, &mut trainer.params, &mut trainer.opt, adamw_step)?;
+        let file = open(&self.bytes, "not a checkpoint of `gpt train`")?;
+        let adamw_step: u64 = file.parse("adamw_step")?;
+        restore_model_and_moments(
+            &file.tensors,
+            &mut trainer.params,
+            &mut trainer.opt,
+            adamw_step,
+        )?;
         trainer.iter = self.iter_num;
         Ok(())
     }
@@ -227,8 +204,4 @@ impl CheckpointToSave<'_> {
         report::write_atomic(path, &bytes)
             .map_err(|e| format!("cannot write checkpoint {}: {e}", path.display()))
     }
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String, String> {
-    serde_json::to_string(value).map_err(|e| e.to_string())
 }
