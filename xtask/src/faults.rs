@@ -25,26 +25,14 @@ pub struct Args {
     fuzz_runs: u64,
 }
 
-/// The lecture crates, whose binaries the determinism check runs.
-const LECTURE_CRATES: [&str; 9] = [
-    "micrograd",
-    "makemore-bigram",
-    "makemore-mlp",
-    "batchnorm",
-    "backprop-ninja",
-    "wavenet",
-    "gpt",
-    "bpe",
-    "gpt2",
-];
-
 pub fn run(args: Args) -> TaskResult {
     let names: Vec<&str> = FILES.iter().map(|f| f.name).collect();
     let data = crate::data::ensure(&names)?;
     let mut build = cargo();
     build.args(["build", "--release", "-p", "faults"]);
-    for name in LECTURE_CRATES {
-        build.args(["-p", name]);
+    // The lecture binaries, which the determinism check runs.
+    for lecture in course::LECTURES {
+        build.args(["-p", lecture.krate]);
     }
     if run_child(build)? != ExitCode::SUCCESS {
         return Err("the build failed".into());

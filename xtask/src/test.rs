@@ -36,7 +36,10 @@ pub fn run(_args: Args) -> TaskResult {
         return Ok(code);
     }
 
-    if !(on_path("mpirun") && on_path("mpicc")) {
+    if !["mpirun", "mpicc"]
+        .iter()
+        .all(|p| course::find_on_path(p).is_some())
+    {
         let install = format!("apt install {MPI_PACKAGES}");
         if std::env::var_os("CI").is_some() {
             return Err(format!(
@@ -64,10 +67,4 @@ pub fn run(_args: Args) -> TaskResult {
     let mut cmd = cargo();
     cmd.env(::data::ENV_VAR, &dir.path).args(args);
     run_child(cmd)
-}
-
-/// Whether `program` is an executable file in a folder of `PATH`.
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }

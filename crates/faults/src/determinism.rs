@@ -8,19 +8,6 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-/// The binary of each lecture, by number.
-pub const LECTURES: [(u32, &str); 9] = [
-    (1, "micrograd"),
-    (2, "makemore-bigram"),
-    (3, "makemore-mlp"),
-    (4, "batchnorm"),
-    (5, "backprop-ninja"),
-    (6, "wavenet"),
-    (7, "gpt"),
-    (8, "bpe"),
-    (9, "gpt2"),
-];
-
 /// One comparison of two runs of a lecture.
 #[derive(Debug)]
 pub struct Check {
@@ -113,8 +100,11 @@ pub fn run(
     scratch: &Path,
 ) -> Result<Vec<Check>, String> {
     let mut checks = Vec::new();
-    for &(lecture, name) in LECTURES.iter().filter(|(n, _)| lectures.contains(n)) {
-        let binary = bin_dir.join(name);
+    for l in course::LECTURES
+        .iter()
+        .filter(|l| lectures.contains(&l.number))
+    {
+        let (lecture, binary) = (l.number, bin_dir.join(l.krate));
         let [first, second, one] = ["first", "second", "one-thread"]
             .map(|run| scratch.join(format!("lecture-{lecture:02}-{run}")));
         quick_run(&binary, &first, Some("2"))?;

@@ -25,19 +25,6 @@ use crate::{write_atomic, LossRow, RunReport, StageReport, Target};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// The lectures' titles, as the videos name them.
-pub const TITLES: [&str; 9] = [
-    "The spelled-out intro to neural networks and backpropagation: building micrograd",
-    "The spelled-out intro to language modeling: building makemore",
-    "Building makemore Part 2: MLP",
-    "Building makemore Part 3: Activations & Gradients, BatchNorm",
-    "Building makemore Part 4: Becoming a Backprop Ninja",
-    "Building makemore Part 5: Building a WaveNet",
-    "Let's build GPT: from scratch, in code, spelled out",
-    "Let's build the GPT Tokenizer",
-    "Let's reproduce GPT-2 (124M)",
-];
-
 /// The pastel colours the token view cycles through, one per token, as the
 /// tiktokenizer app colours a text.
 pub const TOKEN_COLOURS: [&str; 6] = [
@@ -90,7 +77,7 @@ impl RunFolder {
 /// first, then the tools' runs (`runs/tools/<name>/`) by name.
 pub fn collect(runs: &Path) -> Vec<RunFolder> {
     let mut folders = Vec::new();
-    for lecture in 1..=TITLES.len() as u32 {
+    for lecture in course::LECTURES.iter().map(|l| l.number) {
         let full = runs.join(format!("lecture-{lecture:02}"));
         for (dir, quick) in [(full.clone(), false), (full.join("quick"), true)] {
             let file = dir.join("report.json");
@@ -190,7 +177,13 @@ pub fn render(folders: &[RunFolder]) -> String {
             "<p>No runs yet: <code>cargo xtask lecture 1</code> makes the first one.</p>\n",
         );
     }
-    for lecture in 1..=TITLES.len() as u32 {
+    for course::Lecture {
+        number: lecture,
+        video,
+        ..
+    } in course::LECTURES
+    {
+        let lecture = *lecture;
         let mine: Vec<&RunFolder> = folders
             .iter()
             .filter(|f| f.lecture == lecture && f.tool.is_none())
@@ -201,7 +194,7 @@ pub fn render(folders: &[RunFolder]) -> String {
         writeln!(
             html,
             "<section id=\"lecture-{lecture:02}\" class=\"lecture\">\n<h2>{lecture} · {}</h2>",
-            escape(TITLES[lecture as usize - 1])
+            escape(video)
         )
         .unwrap();
         for folder in mine {

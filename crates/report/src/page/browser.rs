@@ -39,11 +39,9 @@ pub fn find_chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CHROMIUM") {
         return Some(PathBuf::from(path));
     }
-    let path = std::env::var_os("PATH")?;
     ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|p| p.is_file())
+        .into_iter()
+        .find_map(course::find_on_path)
 }
 
 /// What the browser saw.
