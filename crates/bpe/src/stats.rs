@@ -1,10 +1,33 @@
 //! `bpe stats`: what a tokenizer does to a file: tokens, compression ratio,
 //! encode and decode speed, and whether the round trip is exact.
 
+use crate::commands::{load_tokenizer, read_input, AllowedArg, BoxResult, TokArgs};
 use bpe::AllowedSpecial;
 use bpe::RegexTokenizer;
-use std::path::Path;
+use clap::Args;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// `bpe stats`.
+#[derive(Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    tok: TokArgs,
+    /// Special tokens that may appear in the text as themselves.
+    #[arg(long, value_enum, default_value = "none")]
+    allowed_special: AllowedArg,
+    /// The text to measure.
+    file: PathBuf,
+}
+
+impl StatsArgs {
+    /// Encodes the file and prints what [`print`] measures.
+    pub fn run(self) -> BoxResult<()> {
+        let tok = load_tokenizer(&self.tok)?;
+        let text = read_input(&self.file)?;
+        print(&tok, &text, &self.allowed_special.get(), &self.file)
+    }
+}
 
 /// Encodes `text` (best of 3 timed runs), decodes it back and prints the figures.
 pub fn print(
@@ -12,7 +35,7 @@ pub fn print(
     text: &[u8],
     allowed: &AllowedSpecial,
     file: &Path,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> BoxResult<()> {
     let ids = tok.encode(text, allowed)?; // warm-up, and the count
     let mut best = f64::INFINITY;
     for _ in 0..3 {
