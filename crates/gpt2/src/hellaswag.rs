@@ -227,3 +227,52 @@ pub fn evaluate(
     }
     Ok(acc)
 }
+
+/// `gpt2 eval hellaswag`: score a model the way build-nanogpt's hellaswag.py does.
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// The benchmark (only `hellaswag`).
+    #[arg(value_parser = ["hellaswag"])]
+    benchmark: String,
+    /// Folder with config.json and model.safetensors.
+    #[arg(long)]
+    model: std::path::PathBuf,
+    /// The examples: rowanz/hellaswag's data/hellaswag_val.jsonl, or a file in its format.
+    #[arg(long)]
+    file: std::path::PathBuf,
+    /// Score only the first N examples.
+    #[arg(long)]
+    limit: Option<usize>,
+}
+
+impl EvalArgs {
+    /// Prints the running acc_norm every 100 examples, then acc and acc_norm.
+    pub fn run(self) -> Result<(), String> {
+        let mut examples = read_examples(&self.file)?;
+        examples.truncate(self.limit.unwrap_or(usize::MAX));
+        let tok = bpe::Gpt2Tokenizer::from_data_dir()
+            .map_err(|e| e.to_string())?
+            .into_inner();
+        let (gpt, params) = crate::hf::from_pretrained(&self.model)?;
+        let n = examples.len();
+        let acc = evaluate(&gpt, &params, &tok, &examples, |a| {
+            if a.total % 100 == 0 || a.total == n {
+                eprintln!(
+                    "{}/{n} acc_norm: {}/{}={:.4}",
+                    a.total,
+                    a.correct_norm,
+                    a.total,
+                    a.acc_norm()
+                );
+            }
+        })?;
+        println!(
+            "{}: {} examples, acc {:.4}, acc_norm {:.4}",
+            self.benchmark,
+            acc.total,
+            acc.acc(),
+            acc.acc_norm()
+        );
+        Ok(())
+    }
+}

@@ -325,3 +325,49 @@ pub fn read_tokenizer(path: &Path) -> Result<(Vec<Vec<u8>>, Option<u32>), String
     }
     Ok((tokens, eot))
 }
+
+/// `gpt2 to-llmc`: write a model as llm.c's checkpoint (gpt2_124M.bin's format).
+#[derive(clap::Args)]
+pub struct ToLlmcArgs {
+    /// Folder with config.json and model.safetensors.
+    #[arg(long)]
+    model: std::path::PathBuf,
+    /// The checkpoint to write.
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Store bfloat16 (llm.c's version 5) instead of float32 (version 3).
+    #[arg(long)]
+    bf16: bool,
+}
+
+impl ToLlmcArgs {
+    /// Reads the Hugging Face folder and writes the checkpoint.
+    pub fn run(self) -> Result<(), String> {
+        let (gpt, params) = crate::hf::from_pretrained(&self.model)?;
+        let dtype = if self.bf16 { Dtype::Bf16 } else { Dtype::F32 };
+        write_model(&self.out, &gpt, &params, dtype)?;
+        println!("wrote {}", self.out.display());
+        Ok(())
+    }
+}
+
+/// `gpt2 from-llmc`: read llm.c's checkpoint and save it in Hugging Face's layout.
+#[derive(clap::Args)]
+pub struct FromLlmcArgs {
+    /// An llm.c checkpoint (version 3 or 5).
+    #[arg(long)]
+    checkpoint: std::path::PathBuf,
+    /// Folder for config.json and model.safetensors.
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+impl FromLlmcArgs {
+    /// Reads the checkpoint and writes the Hugging Face folder.
+    pub fn run(self) -> Result<(), String> {
+        let (gpt, params) = read_model(&self.checkpoint)?;
+        crate::hf::save_pretrained(&self.out, &gpt, &params)?;
+        println!("wrote {}", self.out.display());
+        Ok(())
+    }
+}

@@ -854,3 +854,63 @@ pub fn prepare_nanogpt(input: &Path, out: &Path) -> Result<Vec<PathBuf>, String>
     Ok(written)
 }
 // ANCHOR_END: prepare_nanogpt
+
+/// `gpt2 prepare`: tokenize text or JSON lines into token shards, as fineweb.py does.
+#[derive(clap::Args)]
+pub struct PrepareArgs {
+    /// A text file (one document) or, with --jsonl, one JSON object per line.
+    #[arg(long)]
+    input: PathBuf,
+    /// Read --input as JSON lines.
+    #[arg(long)]
+    jsonl: bool,
+    /// The JSON field holding each document.
+    #[arg(long, default_value = "text")]
+    field: String,
+    /// Folder for the shards.
+    #[arg(long)]
+    out: PathBuf,
+    /// Tokens per shard (fineweb.py: 100,000,000).
+    #[arg(long, default_value_t = 100_000_000)]
+    shard_tokens: usize,
+    /// build-nanogpt's .npy shards, llm.c's .bin shards, or nanoGPT's
+    /// headerless train.bin and val.bin (a 90/10 split of one text, as
+    /// its data/shakespeare/prepare.py writes them).
+    #[arg(long, value_enum, default_value = "npy")]
+    format: ShardFormat,
+    /// The shards' names start with this (fineweb.py: edufineweb).
+    #[arg(long)]
+    prefix: Option<String>,
+}
+
+impl PrepareArgs {
+    /// Writes the shards and prints each one's token count.
+    pub fn run(self) -> Result<(), String> {
+        let kind = match self.jsonl {
+            true => InputKind::Jsonl { field: self.field },
+            false => InputKind::Text,
+        };
+        let stem = self
+            .input
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("shard");
+        let prefix = self.prefix.unwrap_or_else(|| stem.to_string());
+        let written = prepare(
+            &self.input,
+            &kind,
+            &self.out,
+            &prefix,
+            self.shard_tokens,
+            self.format,
+        )?;
+        for path in written {
+            let tokens = match self.format {
+                ShardFormat::Nanogpt => TokenShard::open_as(&path, self.format)?.len(),
+                _ => TokenShard::open(&path)?.len(),
+            };
+            println!("{}: {tokens} tokens", path.display());
+        }
+        Ok(())
+    }
+}

@@ -1,5 +1,7 @@
-//! `gpt2 train --stage cpu`: the `cpu` recipe on its own, by one process or,
-//! with `--ddp` under `mpirun`, by several (build-nanogpt's ba2554a):
+//! `gpt2 train --stage STAGE`: a stage of the video's loop (overfit-batch,
+//! dataloader, init, optimizer), its last loss against PyTorch's; or the
+//! `cpu` recipe on its own, by one process or, with `--ddp` under `mpirun`, by
+//! several (build-nanogpt's ba2554a):
 //!
 //! ```text
 //! mpirun -np 2 gpt2 train --stage cpu --ddp --batch-size 8
@@ -10,6 +12,79 @@ use gpt2::recipe::{self, RecipeConfig, Split, Trainer};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
+
+/// `gpt2 train --stage`: the video's stages and the `cpu` recipe.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StageArg {
+    /// 7822fce: one batch, over and over.
+    OverfitBatch,
+    /// 631f7d6: DataLoaderLite over tiny Shakespeare.
+    Dataloader,
+    /// ec39245, 9ac321e: the tied head and GPT-2's init.
+    Init,
+    /// 7230096 to 01be6b3: AdamW, clipping, the schedule, accumulation.
+    Optimizer,
+    /// The whole recipe, scaled to a CPU; `--ddp` under mpirun.
+    Cpu,
+}
+
+/// `gpt2 train`'s flags.
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// The stage.
+    #[arg(long, value_enum)]
+    stage: StageArg,
+    /// Steps (the video's stages: 50; cpu: the recipe's 500).
+    #[arg(long)]
+    steps: Option<usize>,
+    #[command(flatten)]
+    cpu: CpuArgs,
+}
+
+/// Trains the stage; a video stage of the video's 50 steps fails when its
+/// last loss is not PyTorch's.
+pub fn run(args: TrainArgs) -> Result<ExitCode, String> {
+    use gpt2::train::TrainStage;
+    let stage = match args.stage {
+        StageArg::Cpu => return train(args.cpu, args.steps),
+        StageArg::OverfitBatch => TrainStage::OverfitBatch,
+        StageArg::Dataloader => TrainStage::Dataloader,
+        StageArg::Init => TrainStage::Init,
+        StageArg::Optimizer => TrainStage::Optimizer,
+    };
+    if args.cpu.any_set() {
+        return Err(
+            "--out, --resume, --data, --batch-size, --total-batch-size, \
+            --val-steps, --checkpoint-every, --stop-after and --ddp are for --stage cpu"
+                .into(),
+        );
+    }
+    let steps = args.steps.unwrap_or(50);
+    let mut report = report::Stage::standalone("train");
+    let logs = gpt2::train::train(stage, steps, &mut report)?;
+    for (step, log) in logs.iter().enumerate() {
+        match log.norm {
+            // The print of 5215868 and after.
+            Some(norm) => println!(
+                "step {step:4} | loss: {:.6} | lr {:.4e} | norm: {norm:.4}",
+                log.loss, log.lr
+            ),
+            None => println!("step {step}, loss: {}", log.loss),
+        }
+    }
+    if steps == 50 {
+        // The stage as the video runs it: its last loss against PyTorch's.
+        let (want, band) = gpt2::train::pytorch_final(stage);
+        let got = logs.last().map_or(f64::NAN, |l| l.loss as f64);
+        let pass = (got - want).abs() <= band;
+        let verdict = if pass { "PASS" } else { "FAIL" };
+        println!("final loss {got} vs PyTorch's {want} ± {band}: {verdict}");
+        if !pass {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// The `cpu` stage's flags.
 #[derive(clap::Args)]
