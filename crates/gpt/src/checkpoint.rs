@@ -188,6 +188,13 @@ impl Opened<'_> {
     pub fn check_digest(&self) -> Result<(), String> {
         check_digest(&self.tensors, &self.meta)
     }
+
+    /// Copies the model and AdamW's moments into `params` and `opt`
+    /// ([`restore_model_and_moments`]), with the step count of `adamw_step`.
+    pub fn restore_into(&self, params: &mut Params, opt: &mut AdamW) -> Result<(), String> {
+        let adamw_step: u64 = self.parse("adamw_step")?;
+        restore_model_and_moments(&self.tensors, params, opt, adamw_step)
+    }
 }
 
 /// A value as JSON text, for the metadata.
@@ -364,7 +371,6 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     file.check_digest()?;
     let cfg = lecture_config(file.field("config")?)?;
     let iter: usize = file.parse("iter")?;
-    let adamw_step: u64 = file.parse("adamw_step")?;
     let words: Vec<u32> = file.json("rng")?;
     let rng = TorchGenerator::from_state(&words).map_err(|e| format!("bad rng metadata: {e}"))?;
     let vocab = CharVocab::from_chars(file.field("vocab")?.chars().collect());
@@ -377,12 +383,7 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     }
 
     let mut trainer = Trainer::new(cfg);
-    restore_model_and_moments(
-        &file.tensors,
-        &mut trainer.params,
-        &mut trainer.opt,
-        adamw_step,
-    )?;
+    file.restore_into(&mut trainer.params, &mut trainer.opt)?;
     trainer.iter = iter;
     trainer.rng = std::cell::RefCell::new(rng);
     Ok((trainer, vocab))

@@ -17,10 +17,7 @@ use crate::data::Vocab;
 use crate::loader::InfiniteSampler;
 use crate::model::{state_dict, ModelConfig, ModelType};
 use crate::train::{TrainConfig, Trainer};
-use gpt::checkpoint::{
-    model_and_moments, restore_model_and_moments, serialize_with_digest, to_json, NamedTensor,
-    Opened,
-};
+use gpt::checkpoint::{model_and_moments, serialize_with_digest, to_json, NamedTensor, Opened};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 use std::path::Path;
@@ -169,7 +166,6 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
     (|| {
         let file = open(&bytes, LAST_FORMAT)?;
         check_model(&file, trainer)?;
-        let adamw_step: u64 = file.parse("adamw_step")?;
         let step: usize = file.parse("step")?;
         let words: Vec<u32> = file.json("global_rng")?;
         let global = TorchGenerator::from_state(&words).map_err(|e| format!("global_rng: {e}"))?;
@@ -192,12 +188,7 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
             ));
         }
         let best: Option<u32> = file.json("best_loss")?;
-        restore_model_and_moments(
-            &file.tensors,
-            &mut trainer.params,
-            &mut trainer.opt,
-            adamw_step,
-        )?;
+        file.restore_into(&mut trainer.params, &mut trainer.opt)?;
         trainer.global = global;
         trainer.sampler = sampler;
         trainer.step = step;

@@ -391,18 +391,25 @@ fn headline(report: &RunReport) -> String {
          <th>lecture</th><th>PyTorch</th><th>result</th></tr></thead><tbody>\n",
     );
     for cells in rows {
-        let class = match cells[4].as_str() {
-            "PASS" => "pass",
-            "FAIL" => "fail",
-            _ => "info",
-        };
-        html.push_str("<tr>");
-        for cell in &cells[..4] {
-            write!(html, "<td>{}</td>", escape(cell)).unwrap();
-        }
-        writeln!(html, "<td class=\"result {class}\">{}</td></tr>", cells[4]).unwrap();
+        html.push_str(&verdict_row("<tr>", &cells));
     }
     html.push_str("</tbody></table></div>\n");
+    html
+}
+
+/// A table row of `cells`, the last one the verdict, coloured by it.
+fn verdict_row(open: &str, cells: &[String]) -> String {
+    let (verdict, rest) = cells.split_last().expect("a verdict cell");
+    let class = match verdict.as_str() {
+        "PASS" => "pass",
+        "FAIL" => "fail",
+        _ => "info",
+    };
+    let mut html = open.to_string();
+    for cell in rest {
+        write!(html, "<td>{}</td>", escape(cell)).unwrap();
+    }
+    writeln!(html, "<td class=\"result {class}\">{verdict}</td></tr>").unwrap();
     html
 }
 
@@ -494,17 +501,7 @@ fn targets_table(report: &RunReport, failed: usize) -> String {
         )
         .unwrap();
         for t in &stage.targets {
-            let cells = target_cells(t);
-            let class = match cells[3].as_str() {
-                "PASS" => "pass",
-                "FAIL" => "fail",
-                _ => "info",
-            };
-            html.push_str("<tr class=\"target\">");
-            for cell in &cells[..3] {
-                write!(html, "<td>{}</td>", escape(cell)).unwrap();
-            }
-            writeln!(html, "<td class=\"result {class}\">{}</td></tr>", cells[3]).unwrap();
+            html.push_str(&verdict_row("<tr class=\"target\">", &target_cells(t)));
         }
         html.push_str("</tbody>\n");
     }

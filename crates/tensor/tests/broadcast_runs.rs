@@ -36,6 +36,22 @@ fn spread(small: &Tensor, large: &[usize]) -> Tensor {
     Tensor::from_vec(whole, large)
 }
 
+/// `small` against `large`, divided both ways and subtracted both ways: the
+/// shape and bits of the same ops on `small` spread whole.
+fn same_bits_as_spread(gen: &mut TorchGenerator, small: &[usize], large: &[usize]) {
+    let (s, l) = (gen.randn(small), gen.randn(large));
+    let s_whole = spread(&s, large);
+    for (name, got, want) in [
+        ("large / small", l.div(&s), l.div(&s_whole)),
+        ("small / large", s.div(&l), s_whole.div(&l)),
+        ("large - small", l.sub(&s), l.sub(&s_whole)),
+        ("small - large", s.sub(&l), s_whole.sub(&l)),
+    ] {
+        assert_eq!(got.shape(), large, "{name} {small:?} {large:?}");
+        assert_eq!(bits(&got), bits(&want), "{name} {small:?} {large:?}");
+    }
+}
+
 #[test]
 fn a_value_per_row_gives_the_bits_of_the_whole_broadcast() {
     let mut gen = TorchGenerator::manual_seed(3);
@@ -48,16 +64,7 @@ fn a_value_per_row_gives_the_bits_of_the_whole_broadcast() {
         (&[1, 1], &[3, 4]),
     ];
     for (small, large) in shapes {
-        let (s, l) = (gen.randn(small), gen.randn(large));
-        let s_whole = spread(&s, large);
-        for (name, got, want) in [
-            ("large / small", l.div(&s), l.div(&s_whole)),
-            ("small / large", s.div(&l), s_whole.div(&l)),
-            ("large - small", l.sub(&s), l.sub(&s_whole)),
-        ] {
-            assert_eq!(got.shape(), large, "{name} {small:?} {large:?}");
-            assert_eq!(bits(&got), bits(&want), "{name} {small:?} {large:?}");
-        }
+        same_bits_as_spread(&mut gen, small, large);
     }
 }
 
@@ -119,16 +126,7 @@ fn a_one_element_operand_or_a_bias_gives_the_bits_of_the_whole_broadcast() {
         (&[1, 64], &[4096, 64]),
     ];
     for (small, large) in shapes {
-        let (s, l) = (gen.randn(small), gen.randn(large));
-        let s_whole = spread(&s, large);
-        for (name, got, want) in [
-            ("large / small", l.div(&s), l.div(&s_whole)),
-            ("small / large", s.div(&l), s_whole.div(&l)),
-            ("small - large", s.sub(&l), s_whole.sub(&l)),
-        ] {
-            assert_eq!(got.shape(), large, "{name} {small:?} {large:?}");
-            assert_eq!(bits(&got), bits(&want), "{name} {small:?} {large:?}");
-        }
+        same_bits_as_spread(&mut gen, small, large);
     }
     // More axes on the one-element side: the result takes them.
     let (s, l) = (gen.randn(&[1, 1, 1]), gen.randn(&[4]));

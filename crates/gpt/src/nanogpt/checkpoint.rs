@@ -9,9 +9,7 @@
 //! SHA-256 over everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
 
 use super::train::{History, Run, TrainArgs};
-use crate::checkpoint::{
-    model_and_moments, open, restore_model_and_moments, serialize_with_digest, to_json,
-};
+use crate::checkpoint::{model_and_moments, open, serialize_with_digest, to_json};
 use crate::data::CharVocab;
 use crate::model::GptConfig;
 use crate::train::Trainer;
@@ -161,13 +159,7 @@ impl Checkpoint {
     /// `model_args`) and sets its iteration.
     pub fn restore(&self, trainer: &mut Trainer) -> Result<(), String> {
         let file = open(&self.bytes, "not a checkpoint of `gpt train`")?;
-        let adamw_step: u64 = file.parse("adamw_step")?;
-        restore_model_and_moments(
-            &file.tensors,
-            &mut trainer.params,
-            &mut trainer.opt,
-            adamw_step,
-        )?;
+        file.restore_into(&mut trainer.params, &mut trainer.opt)?;
         trainer.iter = self.iter_num;
         Ok(())
     }
