@@ -16,13 +16,6 @@ use std::time::Instant;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
-
 fn main() {
     gpt::keep_freed_memory();
     let args: Vec<String> = std::env::args().collect();
@@ -68,7 +61,7 @@ fn main() {
         "rust {} step: median {median:.2} ms, mean {mean:.2} ms over {steps} steps, {:.1} GFLOP/s, peak RSS {:.0} MiB, threads {}",
         stage.name(),
         flops / (median / 1000.0) / 1e9,
-        peak_rss_mib().unwrap_or(f64::NAN),
+        report::peak_rss_mib().unwrap_or(f64::NAN),
         std::env::var("ZTH_THREADS").unwrap_or_else(|_| "all cores".into())
     );
     // For `cargo xtask bench`'s table.
@@ -76,6 +69,6 @@ fn main() {
         "bench-row gpt-{}-step ms={median} gflop={} rss_mib={}",
         stage.name(),
         flops / 1e9,
-        peak_rss_mib().unwrap_or(f64::NAN)
+        report::peak_rss_mib().unwrap_or(f64::NAN)
     );
 }

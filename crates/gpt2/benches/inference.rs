@@ -14,16 +14,6 @@ use std::time::Instant;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(f64::NAN);
-    kib / 1024.0
-}
-
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     f(); // warm-up
     let mut times: Vec<f64> = (0..runs)
@@ -76,5 +66,8 @@ fn main() {
         1e3 / uncached
     );
     println!("bench-row gpt2-decode-cached ms={cached}");
-    println!("gpt2 peak RSS: {:.0} MiB", peak_rss_mib());
+    println!(
+        "gpt2 peak RSS: {:.0} MiB",
+        report::peak_rss_mib().unwrap_or(f64::NAN)
+    );
 }

@@ -16,16 +16,6 @@ use std::time::Instant;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(f64::NAN);
-    kib / 1024.0
-}
-
 /// The median milliseconds of `runs` training steps of `config` at `b`×`t`, after one warm-up step.
 fn step_ms(config: GptConfig, (b, t): (usize, usize), runs: usize) -> f64 {
     let (mut model, mut params) = Gpt::seeded(config, InitScheme::Gpt2, 1337);
@@ -87,5 +77,8 @@ fn main() {
         "bench-row gpt2-step-b1t1024 ms={ms} gflop={}",
         step_gflop(gpt2, (1, 1024))
     );
-    println!("gpt2 train step peak RSS: {:.0} MiB", peak_rss_mib());
+    println!(
+        "gpt2 train step peak RSS: {:.0} MiB",
+        report::peak_rss_mib().unwrap_or(f64::NAN)
+    );
 }

@@ -8,18 +8,16 @@ use std::process::Command;
 
 const CHILD: &str = "GPT2_LOAD_MEMORY_CHILD";
 
-fn peak_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[test]
 fn loading_the_124m_model_holds_one_copy_of_its_weights() {
     if let Ok(dir) = std::env::var(CHILD) {
         let (model, params) = gpt2::hf::from_pretrained(std::path::Path::new(&dir)).unwrap();
         assert_eq!(model.config.n_layer, 12);
-        println!("PARAMS {} PEAK_KIB {}", params.count(), peak_kib());
+        println!(
+            "PARAMS {} PEAK_KIB {}",
+            params.count(),
+            (report::peak_rss_mib().expect("VmHWM") * 1024.0) as u64
+        );
         return;
     }
     let dir = std::env::temp_dir().join(format!("gpt2-load-memory-{}", std::process::id()));

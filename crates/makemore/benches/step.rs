@@ -14,15 +14,6 @@ use std::time::Instant;
 const WARMUP: usize = 20;
 const ROUNDS: usize = 5;
 
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let kind = args
@@ -57,6 +48,6 @@ fn main() {
     println!("makemore --type {kind} (rust): {best:.3} ms/step, the fastest of {ROUNDS} blocks of {steps}");
     println!(
         "bench-row makemore-{kind} ms={best} rss_mib={}",
-        peak_rss_mib()
+        report::peak_rss_mib().unwrap_or(f64::NAN)
     );
 }

@@ -60,3 +60,13 @@ pub fn quiet_on_broken_pipe() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
+
+/// This process's peak resident memory so far, in MiB: the kernel's
+/// high-water mark (`VmHWM` in `/proc/self/status`); `None` where there is
+/// no such file (not Linux).
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
