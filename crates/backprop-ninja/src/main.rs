@@ -59,19 +59,10 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let Command::Lecture(args) = Cli::parse().command;
-    match lecture(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    report::main_with(tensor::check_threads_env(), 2, || {
+        let Command::Lecture(args) = Cli::parse().command;
+        lecture(args)
+    })
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {

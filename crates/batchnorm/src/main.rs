@@ -43,26 +43,16 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let Command::Lecture(args) = Cli::parse().command;
-    match lecture(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::main_with(tensor::check_threads_env(), 1, || {
+        let Command::Lecture(args) = Cli::parse().command;
+        lecture(args)
+    })
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let fixture: Value =
         serde_json::from_str(FIXTURE).map_err(|e| format!("lecture4.json: {e}"))?;
-    std::fs::create_dir_all(&args.run.out)
-        .map_err(|e| format!("{}: {e}", args.run.out.display()))?;
+    report::check_out_dir("--out", &args.run.out)?;
     let config = json!({
         "block_size": 3, "batch_size": BATCH_SIZE, "generator_seed": SEED,
         "model_a": {"n_embd": 10, "n_hidden": 200, "steps": 200000, "lr": "0.1, 0.01 from 100000",

@@ -83,22 +83,14 @@ impl SamplingArgs {
 }
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    gpt::keep_freed_memory();
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Lecture(args) => lecture(args),
-        Command::Sample(args) => args.run().map(|()| ExitCode::SUCCESS),
-        Command::Prepare(args) => args.run().map(|()| ExitCode::SUCCESS),
-        Command::Train(args) => own_text::train(args),
-    };
-    result.unwrap_or_else(|e| {
-        eprintln!("error: {e}");
-        ExitCode::FAILURE
+    report::main_with(tensor::check_threads_env(), 1, || {
+        gpt::keep_freed_memory();
+        match Cli::parse().command {
+            Command::Lecture(args) => lecture(args),
+            Command::Sample(args) => args.run().map(|()| ExitCode::SUCCESS),
+            Command::Prepare(args) => args.run().map(|()| ExitCode::SUCCESS),
+            Command::Train(args) => own_text::train(args),
+        }
     })
 }
 

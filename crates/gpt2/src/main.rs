@@ -69,17 +69,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    gpt2::keep_freed_memory();
-    match run(Cli::parse()) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::main_with(tensor::check_threads_env(), 1, || {
+        gpt2::keep_freed_memory();
+        run(Cli::parse())
+    })
 }

@@ -81,23 +81,14 @@ const FULL_STEPS: usize = 200;
 const QUICK_STEPS: usize = 20;
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let Command::Lecture {
-        run: args,
-        exercises,
-        all_exercises,
-    } = Cli::parse().command;
-    match lecture(&args, exercises, all_exercises) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    report::main_with(tensor::check_threads_env(), 2, || {
+        let Command::Lecture {
+            run: args,
+            exercises,
+            all_exercises,
+        } = Cli::parse().command;
+        lecture(&args, exercises, all_exercises).map_err(|e| e.to_string())
+    })
 }
 
 fn lecture(

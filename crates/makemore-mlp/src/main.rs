@@ -21,17 +21,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let Command::Lecture(args) = Cli::parse().command;
-    match lecture::run(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    report::main_with(tensor::check_threads_env(), 2, || {
+        let Command::Lecture(args) = Cli::parse().command;
+        lecture::run(args)
+    })
 }

@@ -70,3 +70,24 @@ pub fn peak_rss_mib() -> Option<f64> {
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
+
+/// A training binary's `main`, after the flags' types: a closed stdout ends
+/// it quietly ([`quiet_on_broken_pipe`]); a bad `ZTH_THREADS` (the result of
+/// `tensor::check_threads_env`, passed in) is an error with exit code 2
+/// before anything runs; then `body` runs, and its error is printed as
+/// `error: …` with exit code `failure`.
+pub fn main_with(
+    threads_env: Result<(), String>,
+    failure: u8,
+    body: impl FnOnce() -> Result<std::process::ExitCode, String>,
+) -> std::process::ExitCode {
+    quiet_on_broken_pipe();
+    let (result, code) = match threads_env {
+        Err(e) => (Err(e), 2),
+        Ok(()) => (body(), failure),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        std::process::ExitCode::from(code)
+    })
+}

@@ -39,26 +39,16 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
-    report::quiet_on_broken_pipe();
-    if let Err(e) = tensor::check_threads_env() {
-        eprintln!("error: {e}");
-        return ExitCode::from(2);
-    }
-    let Command::Lecture(args) = Cli::parse().command;
-    match lecture(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::main_with(tensor::check_threads_env(), 1, || {
+        let Command::Lecture(args) = Cli::parse().command;
+        lecture(args)
+    })
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let fixture: Value =
         serde_json::from_str(FIXTURE).map_err(|e| format!("lecture6.json: {e}"))?;
-    std::fs::create_dir_all(&args.run.out)
-        .map_err(|e| format!("{}: {e}", args.run.out.display()))?;
+    report::check_out_dir("--out", &args.run.out)?;
     let cfg = Config::lecture();
     let config = json!({
         "block_size": cfg.block_size, "n_embd": cfg.n_embd, "n_hidden": cfg.n_hidden, "batch_size": BATCH_SIZE,
