@@ -190,9 +190,14 @@ impl Opened<'_> {
     }
 
     /// Copies the model and AdamW's moments into `params` and `opt`
-    /// ([`restore_model_and_moments`]), with the step count of `adamw_step`.
-    pub fn restore_into(&self, params: &mut Params, opt: &mut AdamW) -> Result<(), String> {
-        let adamw_step: u64 = self.parse("adamw_step")?;
+    /// ([`restore_model_and_moments`]); `adamw_step` is the `adamw_step`
+    /// metadata, which a loader reads (and checks) before it builds a model.
+    pub fn restore_into(
+        &self,
+        adamw_step: u64,
+        params: &mut Params,
+        opt: &mut AdamW,
+    ) -> Result<(), String> {
         restore_model_and_moments(&self.tensors, params, opt, adamw_step)
     }
 }
@@ -371,6 +376,7 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     file.check_digest()?;
     let cfg = lecture_config(file.field("config")?)?;
     let iter: usize = file.parse("iter")?;
+    let adamw_step: u64 = file.parse("adamw_step")?;
     let words: Vec<u32> = file.json("rng")?;
     let rng = TorchGenerator::from_state(&words).map_err(|e| format!("bad rng metadata: {e}"))?;
     let vocab = CharVocab::from_chars(file.field("vocab")?.chars().collect());
@@ -383,7 +389,7 @@ pub fn from_safetensors(bytes: &[u8]) -> Result<(Trainer, CharVocab), String> {
     }
 
     let mut trainer = Trainer::new(cfg);
-    file.restore_into(&mut trainer.params, &mut trainer.opt)?;
+    file.restore_into(adamw_step, &mut trainer.params, &mut trainer.opt)?;
     trainer.iter = iter;
     trainer.rng = std::cell::RefCell::new(rng);
     Ok((trainer, vocab))

@@ -171,6 +171,7 @@ pub fn from_safetensors(
         ));
     }
     let step: usize = file.parse("step")?;
+    let adamw_step: u64 = file.parse("adamw_step")?;
     let (loaders, world): (Vec<LoaderState>, usize) = match one_process {
         true => (vec![file.json("loader")?], 1),
         false => (file.json("loaders")?, file.parse("world_size")?),
@@ -209,7 +210,7 @@ pub fn from_safetensors(
         ));
     }
     let mut trainer = Trainer::with_ddp(config.clone(), split, ddp)?;
-    file.restore_into(&mut trainer.params, &mut trainer.optimizer)?;
+    file.restore_into(adamw_step, &mut trainer.params, &mut trainer.optimizer)?;
     trainer.train_loader = train_loader(&config, split, trainer.ddp.as_ref())?;
     trainer.train_loader.restore(loader)?;
     trainer.step = step;

@@ -166,6 +166,7 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
     (|| {
         let file = open(&bytes, LAST_FORMAT)?;
         check_model(&file, trainer)?;
+        let adamw_step: u64 = file.parse("adamw_step")?;
         let step: usize = file.parse("step")?;
         let words: Vec<u32> = file.json("global_rng")?;
         let global = TorchGenerator::from_state(&words).map_err(|e| format!("global_rng: {e}"))?;
@@ -188,7 +189,7 @@ pub fn load_last(dir: &Path, trainer: &mut Trainer) -> Result<(), String> {
             ));
         }
         let best: Option<u32> = file.json("best_loss")?;
-        file.restore_into(&mut trainer.params, &mut trainer.opt)?;
+        file.restore_into(adamw_step, &mut trainer.params, &mut trainer.opt)?;
         trainer.global = global;
         trainer.sampler = sampler;
         trainer.step = step;

@@ -68,7 +68,11 @@ fn make_runs(name: &str) -> PathBuf {
             Target::info("ms per step", 1.5),
         ],
     );
-    run(2, true, vec![pass()]);
+    run(
+        2,
+        true,
+        vec![pass(), Target::below("val loss bound", 2.5, 2.05)],
+    );
     let five = runs.join("lecture-05");
     std::fs::create_dir_all(&five).unwrap();
     std::fs::write(five.join("report.json"), "{\"schema_version\": 1, \"lect").unwrap();
@@ -123,6 +127,10 @@ fn the_page_shows_every_run_and_says_what_failed_at_the_top() {
          <th>PyTorch</th><th>result</th></tr></thead><tbody>\n\
          <tr><td>train · val</td><td>2.0500</td><td>2.0000 ± 0.1</td><td>2.0501 ± 0.001</td><td class=\"result pass\">PASS</td></tr>"
     ));
+    // A bound on our loss sits beside it, not under the lecture's numbers.
+    assert!(html.contains(
+        "<tr><td>train · val</td><td>2.0500 (&lt; 2.5000)</td><td>2.0000 ± 0.1</td><td>–</td>"
+    ));
     assert_eq!(
         html.matches("<th colspan=\"4\">train — demo.ipynb cell[3]</th>")
             .count(),
@@ -176,7 +184,7 @@ fn in_chromium_the_page_shows_what_the_reports_say() {
         assert_eq!(checked.sections, 4);
         assert_eq!(checked.runs, 5);
         assert_eq!(checked.headlines, 5);
-        assert_eq!(checked.rows, 8);
+        assert_eq!(checked.rows, 9);
         assert_eq!(checked.images, 2, "moons.png and neuron.svg");
         assert_eq!((checked.token_splits, checked.tiktoken_splits), (1, 1));
         assert_eq!((seen.client_width, seen.client_height), screen);

@@ -330,7 +330,9 @@ impl Tensor {
 
     /// Layer norm's `dx` from `dxhat` (the gradient times the weight), row by
     /// row, rounded as the op-by-op backward rounds it:
-    /// `dx = (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat)) · rstd / D`.
+    /// `dx = (D·dxhat − Σdxhat − xhat·Σ(dxhat⊙xhat)) · rstd / D`. `xhat` and
+    /// `rstd` are as [`Tensor::layer_normalized`] and [`LayerNormStats::rstd`]
+    /// make them: contiguous, of the same rows as `dxhat`.
     pub fn layer_norm_backward_rows(dxhat: &Tensor, xhat: &Tensor, rstd: &Tensor) -> Tensor {
         let dxhat = dxhat.contiguous();
         let g = dxhat.data.as_slice().expect("contiguous");

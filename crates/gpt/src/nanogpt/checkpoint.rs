@@ -159,7 +159,8 @@ impl Checkpoint {
     /// `model_args`) and sets its iteration.
     pub fn restore(&self, trainer: &mut Trainer) -> Result<(), String> {
         let file = open(&self.bytes, "not a checkpoint of `gpt train`")?;
-        file.restore_into(&mut trainer.params, &mut trainer.opt)?;
+        let adamw_step: u64 = file.parse("adamw_step")?;
+        file.restore_into(adamw_step, &mut trainer.params, &mut trainer.opt)?;
         trainer.iter = self.iter_num;
         Ok(())
     }
