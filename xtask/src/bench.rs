@@ -15,6 +15,12 @@
 //! prints no row. makemore.py has no LSTM: that row times the fixture
 //! driver's RNN loop with `nn.LSTMCell`.
 //!
+//! Timings on a shared machine wander (PyTorch's by up to 2.7× between runs),
+//! so `--rounds N` runs every group N times, ours and PyTorch's alternating,
+//! and the table gives each side's minimum and median; the ratio and the peak
+//! fractions are of minimums. The table opens with the CPU's model and SIMD
+//! flags, since machines of one kind differ (issue 35).
+//!
 //! `cargo xtask bench --only gpt2` runs the groups whose name contains a word;
 //! `cargo xtask bench --crate C` runs crate C's own benches (criterion ones
 //! included) and every script beside them, printing what they print.
@@ -36,6 +42,10 @@ pub struct Args {
     /// makemore, or one type: makemore-transformer).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Run every group this many times, ours and PyTorch's alternating; the
+    /// table gives each side's minimum and median.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
 }
 
 /// One bench binary and its PyTorch script, run at some thread counts.
@@ -308,8 +318,81 @@ struct Measure {
     rss_mib: Option<f64>,
 }
 
-/// Ours and PyTorch's measures, by (row name, thread count).
-type Results = BTreeMap<(String, usize), [Option<Measure>; 2]>;
+/// Every round's measures, ours and PyTorch's, by (row name, thread count).
+type Rounds = BTreeMap<(String, usize), [Vec<Measure>; 2]>;
+
+/// Each side's fastest round (the ratio's operand) and its median time.
+#[derive(Clone, Copy)]
+struct Summary {
+    min: Measure,
+    median_ms: f64,
+    rounds: usize,
+}
+
+/// Ours and PyTorch's summaries, by (row name, thread count).
+type Results = BTreeMap<(String, usize), [Option<Summary>; 2]>;
+
+fn summarize(rounds: &Rounds) -> Results {
+    let side = |measures: &[Measure]| -> Option<Summary> {
+        let mut sorted = measures.to_vec();
+        sorted.sort_by(|a, b| a.ms.total_cmp(&b.ms));
+        let mut min = *sorted.first()?;
+        // Peak memory does not get faster: the largest any round reached.
+        min.rss_mib = sorted.iter().filter_map(|m| m.rss_mib).reduce(f64::max);
+        let n = sorted.len();
+        let median_ms = if n % 2 == 1 {
+            sorted[n / 2].ms
+        } else {
+            (sorted[n / 2 - 1].ms + sorted[n / 2].ms) / 2.0
+        };
+        Some(Summary {
+            min,
+            median_ms,
+            rounds: n,
+        })
+    };
+    rounds
+        .iter()
+        .map(|(key, [ours, torch])| (key.clone(), [side(ours), side(torch)]))
+        .collect()
+}
+
+/// The CPU's model name and the SIMD flags that decide our kernels (and
+/// bf16's future), from /proc/cpuinfo; "unknown" elsewhere.
+fn cpu_line() -> String {
+    const FLAGS: &[&str] = &[
+        "sse4_2",
+        "avx",
+        "fma",
+        "avx2",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512_vnni",
+        "avx512_bf16",
+        "avx512_fp16",
+        "amx_bf16",
+        "asimd",
+        "sve",
+    ];
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let model = field("model name").unwrap_or_else(|| "unknown CPU".to_string());
+    let flags = field("flags")
+        .or_else(|| field("Features"))
+        .unwrap_or_default();
+    let present: Vec<&str> = FLAGS
+        .iter()
+        .copied()
+        .filter(|f| flags.split_whitespace().any(|g| g == *f))
+        .collect();
+    format!("{model}; SIMD: {}", present.join(" "))
+}
 
 pub fn run(args: Args) -> TaskResult {
     if let Some(krate) = &args.krate {
@@ -334,41 +417,57 @@ pub fn run(args: Args) -> TaskResult {
         ));
     }
     let data_dir = ::data::DataDir::resolve().path;
-    let mut results = Results::new();
-    for group in groups {
-        for &t in group.threads {
-            let threads = if t == 0 { cores } else { t };
-            eprintln!("\n== {} on {threads} thread(s)", group.name);
-            let mut cmd = cargo();
-            cmd.env(::data::ENV_VAR, &data_dir)
-                .env("ZTH_THREADS", threads.to_string())
-                .args(["bench", "-p", group.krate, "--bench", group.bench, "--"])
-                .args(group.bench_args);
-            for (name, m) in run_rows(cmd)? {
-                results.entry((name, threads)).or_default()[0] = Some(m);
-            }
-            if let Some(py) = &python {
-                let script = root
-                    .join("crates")
-                    .join(group.krate)
-                    .join("benches")
-                    .join(group.script);
-                let mut cmd = Command::new(py);
-                cmd.current_dir(&root)
-                    .env(::data::ENV_VAR, &data_dir)
+    let cpu = cpu_line();
+    eprintln!("{cpu}");
+    let started = std::time::Instant::now();
+    let mut rounds = Rounds::new();
+    for round in 1..=args.rounds {
+        for group in &groups {
+            for &t in group.threads {
+                let threads = if t == 0 { cores } else { t };
+                eprintln!(
+                    "\n== {} on {threads} thread(s), round {round} of {}",
+                    group.name, args.rounds
+                );
+                let mut cmd = cargo();
+                cmd.env(::data::ENV_VAR, &data_dir)
                     .env("ZTH_THREADS", threads.to_string())
-                    .arg(&script)
-                    .args(group.script_args);
+                    .args(["bench", "-p", group.krate, "--bench", group.bench, "--"])
+                    .args(group.bench_args);
                 for (name, m) in run_rows(cmd)? {
-                    results.entry((name, threads)).or_default()[1] = Some(m);
+                    rounds.entry((name, threads)).or_default()[0].push(m);
+                }
+                if let Some(py) = &python {
+                    let script = root
+                        .join("crates")
+                        .join(group.krate)
+                        .join("benches")
+                        .join(group.script);
+                    let mut cmd = Command::new(py);
+                    cmd.current_dir(&root)
+                        .env(::data::ENV_VAR, &data_dir)
+                        .env("ZTH_THREADS", threads.to_string())
+                        .arg(&script)
+                        .args(group.script_args);
+                    for (name, m) in run_rows(cmd)? {
+                        rounds.entry((name, threads)).or_default()[1].push(m);
+                    }
                 }
             }
         }
     }
+    let results = summarize(&rounds);
     let table = render(&results);
-    println!("\n{table}");
+    println!(
+        "\n{cpu}\n{} round(s) in {:.0} s\n{table}",
+        args.rounds,
+        started.elapsed().as_secs_f64()
+    );
     let path = root.join("runs").join("bench.json");
-    write_atomic(&path, to_json(&results, cores).as_bytes())?;
+    write_atomic(
+        &path,
+        to_json(&results, cores, &cpu, args.rounds).as_bytes(),
+    )?;
     println!("wrote {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -419,84 +518,114 @@ fn parse_row(text: &str) -> Result<(String, Measure), String> {
     Ok((name.to_string(), measure))
 }
 
-/// GFLOP/s of `m` as a percentage of the sgemm peak at `threads`, on side `side`.
+/// GFLOP/s of `m` as a percentage of the sgemm peak at `threads`, on side
+/// `side`; both are fastest rounds.
 fn peak_fraction(results: &Results, m: &Measure, threads: usize, side: usize) -> Option<f64> {
-    let peak = results.get(&("sgemm-1024".to_string(), threads))?[side]?;
+    let peak = results.get(&("sgemm-1024".to_string(), threads))?[side]?.min;
     let rate = |m: &Measure| m.gflop.map(|g| g / m.ms * 1e3);
     Some(100.0 * rate(m)? / rate(&peak)?)
 }
 
 fn render(results: &Results) -> String {
-    let mut out = format!(
-        "{:<38} {:>3} {:>11} {:>11} {:>6} {:>6}  {:<6} {:>6} {:>6}\n",
-        "workload", "thr", "ours", "PyTorch", "ratio", "goal", "", "ours%", "torch%"
-    );
-    let ms = |m: Option<Measure>| {
-        m.map_or("—".to_string(), |m| {
-            if m.ms >= 1000.0 {
-                format!("{:.2} s", m.ms / 1e3)
-            } else {
-                format!("{:.3} ms", m.ms)
-            }
-        })
+    let line = |cells: [&str; 10]| {
+        format!(
+            "{:<38} {:>3} {:>11} {:>11} {:>11} {:>11} {:>6} {:>6}  {:<4} {:>6}\n",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            cells[7],
+            cells[8],
+            cells[9]
+        )
     };
-    let pct = |p: Option<f64>| p.map_or("".to_string(), |p| format!("{p:.0}%"));
+    let mut out = line([
+        "workload",
+        "thr",
+        "ours min",
+        "median",
+        "PyTorch min",
+        "median",
+        "ratio",
+        "goal",
+        "",
+        "ours%",
+    ]);
+    let time = |ms: f64| {
+        if ms >= 1000.0 {
+            format!("{:.2} s", ms / 1e3)
+        } else {
+            format!("{ms:.3} ms")
+        }
+    };
+    let min = |s: Option<Summary>| s.map_or("—".to_string(), |s| time(s.min.ms));
+    let median = |s: Option<Summary>| s.map_or("—".to_string(), |s| time(s.median_ms));
+    let verdict = |ratio: Option<f64>, goal: Option<f64>| match (ratio, goal) {
+        (Some(r), Some(g)) if r <= g => "met",
+        (Some(_), Some(_)) => "gap",
+        _ => "",
+    };
     for row in ROWS {
         for ((name, threads), [ours, torch]) in results.iter() {
             if name != row.name {
                 continue;
             }
-            let ratio = ours.zip(*torch).map(|(o, t)| o.ms / t.ms);
-            let verdict = match (ratio, row.goal) {
-                (Some(r), Some(g)) if r <= g => "met",
-                (Some(_), Some(_)) => "gap",
-                _ => "",
-            };
-            out += &format!(
-                "{:<38} {:>3} {:>11} {:>11} {:>6} {:>6}  {:<6} {:>6} {:>6}\n",
+            let ratio = ours.zip(*torch).map(|(o, t)| o.min.ms / t.min.ms);
+            let ours_pct = ours
+                .and_then(|s| peak_fraction(results, &s.min, *threads, 0))
+                .map_or(String::new(), |p| format!("{p:.0}%"));
+            out += &line([
                 row.workload,
-                threads,
-                ms(*ours),
-                ms(*torch),
-                ratio.map_or("".to_string(), |r| format!("{r:.2}")),
-                row.goal.map_or("".to_string(), |g| format!("≤{g}")),
-                verdict,
-                pct(ours.and_then(|m| peak_fraction(results, &m, *threads, 0))),
-                pct(torch.and_then(|m| peak_fraction(results, &m, *threads, 1))),
+                &threads.to_string(),
+                &min(*ours),
+                &median(*ours),
+                &min(*torch),
+                &median(*torch),
+                &ratio.map_or(String::new(), |r| format!("{r:.2}")),
+                &row.goal.map_or(String::new(), |g| format!("≤{g}")),
+                verdict(ratio, row.goal),
+                &ours_pct,
+            ]);
+            let (o, t) = (
+                ours.and_then(|s| s.min.rss_mib),
+                torch.and_then(|s| s.min.rss_mib),
             );
-            let (o, t) = (ours.and_then(|m| m.rss_mib), torch.and_then(|m| m.rss_mib));
             // A memory goal's row, or the peak RSS beside PyTorch's where both gave one.
             if row.memory_goal.is_some() || (o.is_some() && t.is_some()) {
                 let ratio = o.zip(t).map(|(o, t)| o / t);
-                out += &format!(
-                    "{:<38} {:>3} {:>11} {:>11} {:>6} {:>6}  {:<6}\n",
+                let mib = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("{v:.0} MiB"));
+                out += &line([
                     "  its peak RSS",
-                    threads,
-                    o.map_or("—".to_string(), |o| format!("{o:.0} MiB")),
-                    t.map_or("—".to_string(), |t| format!("{t:.0} MiB")),
-                    ratio.map_or("".to_string(), |r| format!("{r:.2}")),
-                    row.memory_goal.map_or("".to_string(), |g| format!("≤{g}")),
-                    match (ratio, row.memory_goal) {
-                        (Some(r), Some(goal)) if r <= goal => "met",
-                        (Some(_), Some(_)) => "gap",
-                        _ => "",
-                    },
-                );
+                    &threads.to_string(),
+                    &mib(o),
+                    "",
+                    &mib(t),
+                    "",
+                    &ratio.map_or(String::new(), |r| format!("{r:.2}")),
+                    &row.memory_goal.map_or(String::new(), |g| format!("≤{g}")),
+                    verdict(ratio, row.memory_goal),
+                    "",
+                ]);
             }
         }
     }
     out
 }
 
-fn to_json(results: &Results, cores: usize) -> String {
+fn to_json(results: &Results, cores: usize, cpu: &str, rounds: u32) -> String {
     let num = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v}"));
-    let side = |m: &Option<Measure>| match m {
+    let side = |s: &Option<Summary>| match s {
         None => "null".to_string(),
-        Some(m) => format!(
-            "{{\"ms\": {}, \"gflop\": {}, \"rss_mib\": {}}}",
-            m.ms,
-            num(m.gflop),
-            num(m.rss_mib)
+        Some(s) => format!(
+            "{{\"ms\": {}, \"median_ms\": {}, \"rounds\": {}, \"gflop\": {}, \"rss_mib\": {}}}",
+            s.min.ms,
+            s.median_ms,
+            s.rounds,
+            num(s.min.gflop),
+            num(s.min.rss_mib)
         ),
     };
     let mut rows = Vec::new();
@@ -507,15 +636,16 @@ fn to_json(results: &Results, cores: usize) -> String {
             row.map_or(name.as_str(), |r| r.workload.trim()),
             side(ours),
             side(torch),
-            num(ours.zip(*torch).map(|(o, t)| o.ms / t.ms)),
+            num(ours.zip(*torch).map(|(o, t)| o.min.ms / t.min.ms)),
             num(row.and_then(|r| r.goal)),
             num(row.and_then(|r| r.memory_goal)),
-            num(ours.and_then(|m| peak_fraction(results, &m, *threads, 0)).map(|p| p / 100.0)),
-            num(torch.and_then(|m| peak_fraction(results, &m, *threads, 1)).map(|p| p / 100.0)),
+            num(ours.and_then(|s| peak_fraction(results, &s.min, *threads, 0)).map(|p| p / 100.0)),
+            num(torch.and_then(|s| peak_fraction(results, &s.min, *threads, 1)).map(|p| p / 100.0)),
         ));
     }
     format!(
-        "{{\n  \"cores\": {cores},\n  \"rows\": [\n{}\n  ]\n}}\n",
+        "{{\n  \"cpu\": {:?},\n  \"cores\": {cores},\n  \"rounds\": {rounds},\n  \"rows\": [\n{}\n  ]\n}}\n",
+        cpu,
         rows.join(",\n")
     )
 }
