@@ -144,13 +144,18 @@ impl Attention {
                     }
                     // `softmax`: exp(x − max), summed in f64, times 1/sum.
                     let max = y.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                    // A masked key's exp(−∞ − max) is exactly 0 when max is
+                    // finite, and adding or scaling a 0 changes nothing: only
+                    // the keys the query sees are computed (half the exps).
+                    let live = if max.is_finite() { seen } else { t };
                     let mut sum = 0f64;
-                    for y in y.iter_mut() {
+                    for y in y[..live].iter_mut() {
                         *y = (*y - max).exp();
                         sum += *y as f64;
                     }
+                    y[live..].fill(0.0);
                     let inverse = (1.0 / sum) as f32;
-                    for y in y.iter_mut() {
+                    for y in y[..live].iter_mut() {
                         *y *= inverse;
                     }
                 }
