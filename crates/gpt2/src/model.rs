@@ -418,7 +418,7 @@ impl Gpt {
         let logits = self.forward(pass, idx, b, t); // (B, T, V)
         logits
             .reshape(&[b * t, self.config.vocab_size])
-            .cross_entropy(targets) // scalar
+            .cross_entropy_fast(targets) // scalar (F.cross_entropy, exps in f64 lanes)
     }
     // ANCHOR_END: loss
 }

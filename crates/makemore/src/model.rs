@@ -754,6 +754,6 @@ pub fn cross_entropy_ignoring_padding<'g>(logits: Var<'g>, targets: &[i64]) -> V
     let kept_targets: Vec<usize> = kept.iter().map(|&i| targets[i] as usize).collect();
     logits
         .index_rows(&kept, &[kept.len()]) // (N, V): the positions that count
-        .cross_entropy(&kept_targets)
+        .cross_entropy_fast(&kept_targets) // F.cross_entropy, exps in f64 lanes
 }
 // ANCHOR_END: loss

@@ -9,7 +9,10 @@
 //! way, so the result has the same bits on any number of threads.
 
 use crate::broadcast::run_width;
-use crate::numeric::{erf, gelu_into, normal_cdf_into, tanh_f32, tanh_into, SimdPath};
+use crate::numeric::{
+    erf, gelu_grad_into, gelu_into, gelu_tanh_grad_into, gelu_tanh_into, normal_cdf_into,
+    tanh_into, SimdPath,
+};
 use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, max_threads, Tensor};
 
@@ -60,7 +63,7 @@ pub fn parallel_update(
 }
 
 /// How many threads a pass over `len` elements is split between.
-fn threads_for(len: usize) -> usize {
+pub(crate) fn threads_for(len: usize) -> usize {
     if len < PARALLEL_FROM {
         1
     } else {
@@ -207,7 +210,7 @@ fn map_repeated(
 }
 
 /// [`parallel_fill`] with the number of pieces given.
-fn fill_in_pieces<T: Send>(
+pub(crate) fn fill_in_pieces<T: Send>(
     out: &mut [T],
     align: usize,
     threads: usize,
@@ -449,6 +452,24 @@ impl Tensor {
         self.slice_kernel(gelu_into)
     }
 
+    /// Exact GELU's derivative `Φ(x) + x·φ(x)` at every element, given
+    /// `cdf = Φ(x)` of the same shape ([`crate::gelu_grad`]).
+    pub fn gelu_grad(&self, cdf: &Tensor) -> Tensor {
+        assert_eq!(self.shape(), cdf.shape(), "gelu_grad: Φ's shape differs");
+        let (x, cdf) = (self.contiguous(), cdf.contiguous());
+        let (xs, cs) = (
+            x.data.as_slice().expect("contiguous"),
+            cdf.data.as_slice().expect("contiguous"),
+        );
+        let path = SimdPath::best();
+        let mut out = vec![0f32; xs.len()];
+        parallel_fill(&mut out, 1, |start, piece| {
+            let end = start + piece.len();
+            gelu_grad_into(&xs[start..end], &cs[start..end], piece, path)
+        });
+        Tensor::from_vec(out, self.shape())
+    }
+
     /// `Φ(x)`, the standard normal CDF, element-wise ([`crate::normal_cdf`]).
     pub fn normal_cdf(&self) -> Tensor {
         self.slice_kernel(normal_cdf_into)
@@ -467,15 +488,15 @@ impl Tensor {
     }
 
     /// `F.gelu(x, approximate='tanh')`, GPT-2's activation:
-    /// `x/2 * (1 + tanh(√(2/π) * (x + 0.044715 x³)))`.
+    /// `x/2 * (1 + tanh(√(2/π) * (x + 0.044715 x³)))` ([`crate::gelu_tanh`]).
     pub fn gelu_tanh(&self) -> Tensor {
-        // PyTorch builds √(2/π) as √2 · (2/√π) · 0.5 in f32; the same here.
-        let beta = std::f32::consts::SQRT_2 * std::f32::consts::FRAC_2_SQRT_PI * 0.5;
-        let kappa = 0.044715f32;
-        self.map(|x| {
-            let inner = beta * (x + kappa * (x * x * x));
-            0.5 * x * (1.0 + tanh_f32(inner))
-        })
+        self.slice_kernel(gelu_tanh_into)
+    }
+
+    /// The tanh GELU's derivative at every element ([`crate::gelu_tanh_grad`]),
+    /// what its backward multiplies the incoming gradient by.
+    pub fn gelu_tanh_grad(&self) -> Tensor {
+        self.slice_kernel(gelu_tanh_grad_into)
     }
 }
 

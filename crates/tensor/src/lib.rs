@@ -30,7 +30,10 @@ pub use broadcast::{broadcast_shapes, ShapeError};
 pub use elementwise::{non_finite_kind, parallel_fill, parallel_update};
 pub use matmul::{check_threads_env, max_threads, set_max_threads, threads_from_env};
 pub use nn::{KeepMask, LayerNormStats};
-pub use numeric::{erf, erfc_fast, gelu_into, normal_cdf, normal_cdf_into, SimdPath};
+pub use numeric::{
+    erf, erfc_fast, exp_shifted, exp_shifted_into, gelu_grad, gelu_grad_into, gelu_into, gelu_tanh,
+    gelu_tanh_grad, gelu_tanh_grad_into, gelu_tanh_into, normal_cdf, normal_cdf_into, SimdPath,
+};
 
 use ndarray::{ArcArray, ArrayD, IxDyn};
 

@@ -4,7 +4,8 @@
 //! Softmax subtracts each lane's maximum before exponentiating, so logits of a
 //! thousand give the same probabilities as logits near zero instead of `inf/inf`.
 
-use crate::elementwise::parallel_fill;
+use crate::elementwise::{fill_in_pieces, parallel_fill, threads_for};
+use crate::numeric::{exp_shifted_into, SimdPath};
 use crate::shape::axis_index;
 use crate::Tensor;
 
@@ -89,6 +90,80 @@ impl Tensor {
         Tensor::scalar((total / targets.len() as f64) as f32)
     }
     // ANCHOR_END: cross_entropy
+
+    /// [`Tensor::cross_entropy`] with its exponentials in f64 lanes
+    /// ([`crate::exp_shifted`], within one ulp of `expf` and nearly always
+    /// equal) and its rows spread over threads: the same steps otherwise, so
+    /// the loss moves at most in its last bits. For the models whose finals may
+    /// (lectures 7 and 9, makemore, nanoGPT); the lectures before keep
+    /// `cross_entropy` and libm's bits. The rows are summed in order, so the
+    /// thread count changes nothing.
+    pub fn cross_entropy_fast(&self, targets: &[usize]) -> Tensor {
+        let (logits, classes) = self.check_cross_entropy(targets);
+        let values = logits.data.as_slice().expect("contiguous");
+        let path = SimdPath::best();
+        let mut log_probs = vec![0f32; targets.len()];
+        let work = targets.len() * classes;
+        fill_in_pieces(&mut log_probs, 1, threads_for(work), |start, piece| {
+            let mut exps = vec![0f32; classes];
+            for (i, log_prob) in piece.iter_mut().enumerate() {
+                let row = &values[(start + i) * classes..][..classes];
+                let max = lane_max(row);
+                exp_shifted_into(row, max, &mut exps, path);
+                let sum: f64 = exps.iter().map(|&e| e as f64).sum();
+                *log_prob = row[targets[start + i]] - max - (sum as f32).ln();
+            }
+        });
+        let total = log_probs.iter().fold(0f64, |total, &lp| total - lp as f64);
+        Tensor::scalar((total / targets.len() as f64) as f32)
+    }
+
+    /// The gradient of [`Tensor::cross_entropy_fast`] times `scale`:
+    /// `(softmax(logits) − one_hot(targets)) / N · scale`, rounded as
+    /// `Var::cross_entropy`'s backward rounds it, row by row across threads.
+    pub fn cross_entropy_fast_grad(&self, targets: &[usize], scale: f32) -> Tensor {
+        let (logits, classes) = self.check_cross_entropy(targets);
+        let values = logits.data.as_slice().expect("contiguous");
+        let path = SimdPath::best();
+        let n = targets.len() as f32;
+        let mut grad = vec![0f32; values.len()];
+        if classes > 0 {
+            parallel_fill(&mut grad, classes, |start, piece| {
+                for (r, y) in piece.chunks_mut(classes).enumerate() {
+                    let row = start / classes + r;
+                    let x = &values[row * classes..][..classes];
+                    let max = lane_max(x);
+                    exp_shifted_into(x, max, y, path);
+                    let sum: f64 = y.iter().map(|&e| e as f64).sum();
+                    let inverse = (1.0 / sum) as f32;
+                    for y in y.iter_mut() {
+                        *y *= inverse;
+                    }
+                    y[targets[row]] -= 1.0;
+                    for y in y.iter_mut() {
+                        *y = *y / n * scale;
+                    }
+                }
+            });
+        }
+        Tensor::from_vec(grad, logits.shape())
+    }
+
+    /// Panics unless `self` is `(N, C)` logits for `N` targets below `C`;
+    /// returns them contiguous, and `C`.
+    fn check_cross_entropy(&self, targets: &[usize]) -> (Tensor, usize) {
+        assert!(
+            self.ndim() == 2 && self.shape()[0] == targets.len(),
+            "cross_entropy: logits {:?} need shape (N, C) with N = {} targets",
+            self.shape(),
+            targets.len()
+        );
+        let classes = self.shape()[1];
+        if let Some(&target) = targets.iter().find(|&&t| t >= classes) {
+            panic!("cross_entropy: target {target} is out of range for {classes} classes");
+        }
+        (self.contiguous(), classes)
+    }
 
     // ANCHOR: layer_norm
     /// `F.layer_norm(x, (D,), weight, bias, eps)` over the last axis:

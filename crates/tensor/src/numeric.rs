@@ -205,11 +205,31 @@ pub fn erf(x: f64) -> f64 {
 /// below that `x − x³/3` is exact to f64 precision.
 #[inline(always)]
 pub(crate) fn tanh_f32(x: f32) -> f32 {
+    const SIGN: u64 = 1 << 63;
+    let xd = x as f64;
+    let abs = f64::from_bits(xd.to_bits() & !SIGN);
+    // 1 − tanh(9.1) ≈ 2.5e-8 is under half an ulp of 1.0f32: clamping changes no result.
+    let a = if abs < 9.1 { abs } else { 9.1 };
+    let t = exp_taylor(-2.0 * a); // e^{-2|x|}, from e^{-18.2} to 1
+    let big = (1.0 - t) / (1.0 + t);
+    let small = a * (1.0 - a * a / 3.0);
+    let magnitude = if a < 1e-4 { small } else { big };
+    let out = f64::from_bits(magnitude.to_bits() | (xd.to_bits() & SIGN)) as f32;
+    if x.is_nan() {
+        x
+    } else {
+        out
+    }
+}
+
+/// `e^y` for `y` in [-700, 0] to about 1e-14 relative, with no branch or
+/// library call: `2^k·e^r`, |r| ≤ ln2/2, and e^r by its Taylor series to r¹¹.
+#[inline(always)]
+fn exp_taylor(y: f64) -> f64 {
     const LN2_HI: f64 = 6.931_471_803_691_238e-1; // ln 2 split so k·LN2_HI is exact
     const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     // Adding 1.5·2^52 rounds to an integer and leaves it in the low mantissa bits.
     const SHIFTER: f64 = 6_755_399_441_055_744.0;
-    const SIGN: u64 = 1 << 63;
     // 1/11!, 1/10!, …, 1/1!, 1/0!: Horner's coefficients for e^r.
     const C: [f64; 12] = [
         1.0 / 39_916_800.0,
@@ -225,31 +245,169 @@ pub(crate) fn tanh_f32(x: f32) -> f32 {
         1.0,
         1.0,
     ];
-    let xd = x as f64;
-    let abs = f64::from_bits(xd.to_bits() & !SIGN);
-    // 1 − tanh(9.1) ≈ 2.5e-8 is under half an ulp of 1.0f32: clamping changes no result.
-    let a = if abs < 9.1 { abs } else { 9.1 };
-    let y = -2.0 * a; // in [-18.2, 0]
     let kd = y * std::f64::consts::LOG2_E + SHIFTER;
-    let k = kd - SHIFTER; // round(y / ln 2), in -26..=0
+    let k = kd - SHIFTER; // round(y / ln 2), in -1010..=0
     let r = y - k * LN2_HI - k * LN2_LO;
     let mut p = C[0];
     for &c in &C[1..] {
         p = p * r + c;
     }
     // 2^k from k's bits in kd: k + 1023 is the biased exponent.
-    let scale = f64::from_bits(kd.to_bits().wrapping_add(1023) << 52);
-    let t = p * scale; // e^{-2|x|}
-    let big = (1.0 - t) / (1.0 + t);
-    let small = a * (1.0 - a * a / 3.0);
-    let magnitude = if a < 1e-4 { small } else { big };
-    let out = f64::from_bits(magnitude.to_bits() | (xd.to_bits() & SIGN)) as f32;
-    if x.is_nan() {
-        x
+    p * f64::from_bits(kd.to_bits().wrapping_add(1023) << 52)
+}
+
+/// `√(2/π)` as PyTorch builds it for the tanh GELU: `√2 · (2/√π) · 0.5` in f32.
+const GELU_TANH_BETA: f32 = std::f32::consts::SQRT_2 * std::f32::consts::FRAC_2_SQRT_PI * 0.5;
+/// The cubic's coefficient in the tanh GELU.
+const GELU_TANH_KAPPA: f32 = 0.044715;
+
+/// GPT-2's GELU, `F.gelu(x, approximate='tanh')`:
+/// `x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))`, in f32 steps as PyTorch's.
+#[inline(always)]
+pub fn gelu_tanh(x: f32) -> f32 {
+    let inner = GELU_TANH_BETA * (x + GELU_TANH_KAPPA * (x * x * x));
+    0.5 * x * (1.0 + tanh_f32(inner))
+}
+
+/// The tanh GELU's derivative,
+/// `(1 + t)/2 + x/2 · sech²(u) · √(2/π) · (1 + 3·0.044715 x²)` with
+/// `u = √(2/π)(x + 0.044715 x³)` and `t = tanh u`, in f64 and rounded once.
+/// `1 + t` and `sech² u` come from `e = e^{−2|u|}` without cancellation
+/// (`2/(1 + e)` or `2e/(1 + e)`, and `4e/(1 + e)²`), so the far negative
+/// tail, where `1 + tanh u` in f64 is only noise, is right too. Within one
+/// ulp of the form through libm's f64 `tanh` where that form is itself
+/// accurate (`tests::gelu_tanh_grad_*`).
+#[inline(always)]
+pub fn gelu_tanh_grad(x: f32) -> f32 {
+    let x = x as f64;
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    let u = c * (x + 0.044715 * x * x * x);
+    // exp_taylor's range; e^{-700} is far below anything an f32 keeps.
+    let e = exp_taylor((-2.0 * u.abs()).max(-700.0));
+    let one_plus_t = if u >= 0.0 {
+        2.0 / (1.0 + e)
     } else {
-        out
+        2.0 * e / (1.0 + e)
+    };
+    let sech2 = 4.0 * e / ((1.0 + e) * (1.0 + e));
+    let grad = 0.5 * one_plus_t + 0.5 * x * sech2 * c * (1.0 + 3.0 * 0.044715 * x * x);
+    // NaN in, NaN out (the selects above would give a number).
+    if x.is_nan() {
+        x as f32
+    } else {
+        grad as f32
     }
 }
+
+/// `e^(x − shift)` rounded to f32, for `x ≤ shift` (a softmax's lane less its
+/// maximum), through [`exp_taylor`] in f64: the correctly rounded value but
+/// for rare near-ties, so within one ulp of `f32::exp` and nearly always
+/// equal. Below −700 it is 0, as `expf` gives; NaN stays NaN.
+#[inline(always)]
+pub fn exp_shifted(x: f32, shift: f32) -> f32 {
+    let y = (x - shift) as f64;
+    // A comparison, not `max`, so that NaN passes through.
+    let y = if y < -700.0 { -700.0 } else { y };
+    exp_taylor(y) as f32
+}
+
+/// [`exp_shifted`] of every element of `src` into `dst`, on `path`; every
+/// path gives the same bits (no fused multiply-add).
+pub fn exp_shifted_into(src: &[f32], shift: f32, dst: &mut [f32], path: SimdPath) {
+    assert_eq!(src.len(), dst.len(), "exp_shifted_into: lengths differ");
+    #[inline(always)]
+    fn each(src: &[f32], shift: f32, dst: &mut [f32]) {
+        for (d, &x) in dst.iter_mut().zip(src) {
+            *d = exp_shifted(x, shift);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2(src: &[f32], shift: f32, dst: &mut [f32]) {
+        each(src, shift, dst)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn avx512(src: &[f32], shift: f32, dst: &mut [f32]) {
+        each(src, shift, dst)
+    }
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
+            // SAFETY: the CPU has AVX2, checked just above.
+            unsafe { avx2(src, shift, dst) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            unsafe { avx512(src, shift, dst) }
+        }
+        _ => each(src, shift, dst),
+    }
+}
+
+/// Exact GELU's derivative `Φ(x) + x·φ(x)` given `Φ(x)` (kept from the
+/// forward pass), with `φ(x) = e^{−x²/2}/√(2π)` through [`exp_taylor`] and
+/// the sum in f64, rounded once.
+#[inline(always)]
+pub fn gelu_grad(x: f32, cdf: f32) -> f32 {
+    const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+    let x = x as f64;
+    let y = -0.5 * x * x;
+    // A comparison, not `max`, so that NaN passes through.
+    let y = if y < -700.0 { -700.0 } else { y };
+    (cdf as f64 + x * (exp_taylor(y) * INV_SQRT_2PI)) as f32
+}
+
+/// [`gelu_grad`] of every `(x, cdf)` pair into `dst`, on `path`; every path
+/// gives the same bits.
+pub fn gelu_grad_into(x: &[f32], cdf: &[f32], dst: &mut [f32], path: SimdPath) {
+    assert!(
+        x.len() == dst.len() && cdf.len() == dst.len(),
+        "gelu_grad_into: lengths differ"
+    );
+    #[inline(always)]
+    fn each(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
+        for ((d, &x), &c) in dst.iter_mut().zip(x).zip(cdf) {
+            *d = gelu_grad(x, c);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn avx2(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
+        each(x, cdf, dst)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn avx512(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
+        each(x, cdf, dst)
+    }
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
+            // SAFETY: the CPU has AVX2, checked just above.
+            unsafe { avx2(x, cdf, dst) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        SimdPath::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
+            // SAFETY: the CPU has AVX-512F, checked just above.
+            unsafe { avx512(x, cdf, dst) }
+        }
+        _ => each(x, cdf, dst),
+    }
+}
+
+slice_kernel!(
+    /// [`gelu_tanh`] of every element.
+    gelu_tanh_into,
+    |x| gelu_tanh(x)
+);
+
+slice_kernel!(
+    /// [`gelu_tanh_grad`] of every element.
+    gelu_tanh_grad_into,
+    |x| gelu_tanh_grad(x)
+);
 
 /// `dst[i] = tanh_f32(src[i])`, with AVX2 when the CPU has it (the same bits either way).
 pub(crate) fn tanh_into(src: &[f32], dst: &mut [f32]) {
@@ -345,6 +503,125 @@ mod tests {
         }
     }
 
+    /// Ulps between two finite f32s of one sign; 0 for ±0 (an underflowed
+    /// gradient's sign is noise).
+    fn ulps(a: f32, b: f32) -> i64 {
+        if a == b {
+            0
+        } else {
+            (a.to_bits() as i32 as i64 - b.to_bits() as i32 as i64).abs()
+        }
+    }
+
+    /// The backward's plain form, as it was written before the kernel: libm's
+    /// f64 `tanh`, `1 + t` and `1 − t²` as they stand.
+    fn gelu_tanh_grad_libm(x: f32) -> f32 {
+        let x = x as f64;
+        let c = (2.0 / std::f64::consts::PI).sqrt();
+        let t = (c * (x + 0.044715 * x * x * x)).tanh();
+        (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x)) as f32
+    }
+
+    // Where `1 + tanh u` keeps its digits (x ≥ −4: 1 + t ≥ 1e-5), the kernel
+    // is within one ulp of the plain form, and equal nearly everywhere.
+    #[test]
+    fn gelu_tanh_grad_is_within_one_ulp_of_the_libm_form() {
+        let (mut total, mut off) = (0u32, 0u32);
+        for i in -400_000..=1_200_000 {
+            let x = i as f32 * 1e-5;
+            let (got, want) = (gelu_tanh_grad(x), gelu_tanh_grad_libm(x));
+            assert!(
+                ulps(got, want) <= 1,
+                "gelu_tanh_grad({x}) = {got}, plain {want}"
+            );
+            total += 1;
+            off += (got != want) as u32;
+        }
+        assert!(off <= total / 1000, "{off} of {total} off by one ulp");
+    }
+
+    // Past that, the plain form's `1 + t` is rounding noise; the kernel
+    // matches the same cancellation-free formula with libm's `exp`, to one ulp,
+    // all the way to where the gradient underflows.
+    #[test]
+    fn gelu_tanh_grad_keeps_the_far_negative_tail() {
+        for i in 0..=200_000 {
+            let x = -4.0 - i as f32 * 1e-4; // down to −24
+            let xd = x as f64;
+            let c = (2.0 / std::f64::consts::PI).sqrt();
+            let u = c * (xd + 0.044715 * xd * xd * xd);
+            let e = (2.0 * u).exp(); // u < 0
+            let want = (e / (1.0 + e)
+                + 0.5 * xd * 4.0 * e / ((1.0 + e) * (1.0 + e))
+                    * c
+                    * (1.0 + 3.0 * 0.044715 * xd * xd)) as f32;
+            let got = gelu_tanh_grad(x);
+            assert!(
+                ulps(got, want) <= 1,
+                "gelu_tanh_grad({x}) = {got}, want {want}"
+            );
+        }
+        assert!(gelu_tanh_grad(f32::NAN).is_nan());
+        assert_eq!(gelu_tanh_grad(f32::MAX), 1.0);
+        assert_eq!(gelu_tanh_grad(-1e6), 0.0);
+    }
+
+    // GELU's derivative against the f32 form it replaced (`expf`, then four
+    // f32 roundings) and against the same sum in f64 with libm's `exp`.
+    #[test]
+    fn gelu_grad_is_within_an_ulp_of_the_f64_form() {
+        let inv_sqrt_2pi = 0.5 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2;
+        let (mut total, mut off) = (0u32, 0u32);
+        for i in -120_000..=120_000 {
+            let x = i as f32 * 1e-4;
+            let cdf = normal_cdf(x);
+            let got = gelu_grad(x, cdf);
+            let xd = x as f64;
+            let f64_form = (cdf as f64
+                + xd * ((-0.5 * xd * xd).exp() / (2.0 * std::f64::consts::PI).sqrt()))
+                as f32;
+            let f32_form = cdf + x * ((-0.5 * x * x).exp() * inv_sqrt_2pi);
+            assert!(
+                ulps(got, f64_form) <= 1,
+                "gelu'({x}) = {got}, f64 form {f64_form}"
+            );
+            // Where Φ(x) + x·φ(x) nearly cancels (x ≈ −0.75 … −12) the f32
+            // form's roundings show; an absolute bound at f32's epsilon there.
+            assert!(
+                ulps(got, f32_form) <= 2 || (got - f32_form).abs() <= 1.2e-7,
+                "gelu'({x}) = {got}, f32 form {f32_form}"
+            );
+            total += 1;
+            off += (got != f64_form) as u32;
+        }
+        assert!(off <= total / 1000, "{off} of {total} off the f64 form");
+    }
+
+    // Softmax's exp against libm's `expf`: within one ulp over the whole range
+    // where e^y is a normal f32, and equal but for one in a thousand (measured:
+    // 968 of 1,412,792, 0.07%); 0 below, as `expf` underflows.
+    #[test]
+    fn exp_shifted_is_within_one_ulp_of_expf() {
+        let (mut total, mut off) = (0u32, 0u32);
+        let mut y = -87.0f32;
+        while y <= 0.0 {
+            let (got, want) = (exp_shifted(y, 0.0), y.exp());
+            assert!(ulps(got, want) <= 1, "exp({y}) = {got}, expf {want}");
+            total += 1;
+            off += (got != want) as u32;
+            y = if y < -1e-3 {
+                f32::from_bits(y.to_bits() - 97)
+            } else {
+                y + 1e-5
+            };
+        }
+        assert!(off <= total / 1000, "{off} of {total} off by one ulp");
+        assert_eq!(exp_shifted(-1e4, 0.0), 0.0);
+        assert_eq!(exp_shifted(f32::NEG_INFINITY, 0.0), 0.0);
+        assert!(exp_shifted(f32::NAN, 0.0).is_nan());
+        assert_eq!(exp_shifted(3.5, 3.5), 1.0);
+    }
+
     // The fast erfc against 1 - erf(x) from the f64 series. That reference has
     // an absolute error near 1e-16, hence the floor, which matters only past x ≈ 3.
     #[test]
@@ -381,9 +658,16 @@ mod path_tests {
         ]);
         type Kernel = fn(&[f32], &mut [f32], SimdPath);
         type Row = (&'static str, Kernel, fn(f32) -> f32);
-        let kernels: [Row; 2] = [
+        let kernels: [Row; 5] = [
+            (
+                "exp_shifted",
+                |s, d, p| exp_shifted_into(s, 12.0, d, p),
+                |x| exp_shifted(x, 12.0),
+            ),
             ("normal_cdf", normal_cdf_into, normal_cdf),
             ("gelu", gelu_into, |x| x * normal_cdf(x)),
+            ("gelu_tanh", gelu_tanh_into, gelu_tanh),
+            ("gelu_tanh_grad", gelu_tanh_grad_into, gelu_tanh_grad),
         ];
         for (name, kernel, scalar) in kernels {
             let want: Vec<u32> = x.iter().map(|&x| scalar(x).to_bits()).collect();

@@ -225,16 +225,11 @@ impl<'g> Var<'g> {
     /// GELU, exact form `x·Φ(x)` (PyTorch's default, used by nanoGPT).
     pub fn gelu(self) -> Var<'g> {
         let a = self.value();
-        // Φ(x) is kept for backward, which then needs only φ(x), one f32 exp.
+        // Φ(x) is kept for backward, which then needs only φ(x), one exp.
         let cdf = a.normal_cdf();
         self.graph.op(a.mul(&cdf), &[self], move |grad| {
-            // d/dx x·Φ(x) = Φ(x) + x·φ(x)
-            let inv_sqrt_2pi =
-                0.5 * std::f32::consts::FRAC_2_SQRT_PI * std::f32::consts::FRAC_1_SQRT_2;
-            let local = a.zip_map(&cdf, |x, cdf| {
-                cdf + x * ((-0.5 * x * x).exp() * inv_sqrt_2pi)
-            });
-            vec![grad.mul(&local)]
+            // d/dx x·Φ(x) = Φ(x) + x·φ(x), vectorised in f64 (tensor::gelu_grad).
+            vec![grad.mul(&a.gelu_grad(&cdf))]
         })
     }
 
@@ -242,14 +237,8 @@ impl<'g> Var<'g> {
     pub fn gelu_tanh(self) -> Var<'g> {
         let a = self.value();
         self.graph.op(a.gelu_tanh(), &[self], move |grad| {
-            let local = a.map(|x| {
-                let x = x as f64;
-                let c = (2.0 / std::f64::consts::PI).sqrt();
-                let t = (c * (x + 0.044715 * x * x * x)).tanh();
-                (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x))
-                    as f32
-            });
-            vec![grad.mul(&local)]
+            // d/dx of x/2·(1 + tanh u), vectorised in f64 (tensor::gelu_tanh_grad).
+            vec![grad.mul(&a.gelu_tanh_grad())]
         })
     }
 }

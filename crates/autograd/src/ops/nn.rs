@@ -68,6 +68,19 @@ impl<'g> Var<'g> {
     }
     // ANCHOR_END: cross_entropy
 
+    /// [`Var::cross_entropy`] with its exponentials in f64 lanes and its rows
+    /// across threads ([`Tensor::cross_entropy_fast`]): within an ulp or so of
+    /// it, for the models whose finals may move in their last bits (GPT,
+    /// GPT-2, makemore); the lectures before keep the plain one above.
+    pub fn cross_entropy_fast(self, targets: &[usize]) -> Var<'g> {
+        let logits = self.value();
+        let out = logits.cross_entropy_fast(targets);
+        let targets = targets.to_vec();
+        self.graph.op(out, &[self], move |grad| {
+            vec![logits.cross_entropy_fast_grad(&targets, grad.item())]
+        })
+    }
+
     /// Layer norm over the last axis: `(x − mean) / sqrt(var + eps) * weight + bias`,
     /// with the biased variance, as `nn.LayerNorm`.
     ///
