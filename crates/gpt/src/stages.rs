@@ -462,7 +462,7 @@ impl Model {
     ) -> Var<'g> {
         let logits = self.forward(pass, x, b, t); // (B, T, V)
         let v = logits.shape()[2];
-        logits.reshape(&[b * t, v]).cross_entropy_fast(y) // scalar (F.cross_entropy, exps in f64 lanes)
+        logits.reshape(&[b * t, v]).cross_entropy(y) // scalar
     }
     // ANCHOR_END: loss
 }

@@ -94,10 +94,12 @@ impl Tensor {
     /// [`Tensor::cross_entropy`] with its exponentials in f64 lanes
     /// ([`crate::exp_shifted`], within one ulp of `expf` and nearly always
     /// equal) and its rows spread over threads: the same steps otherwise, so
-    /// the loss moves at most in its last bits. For the models whose finals may
-    /// (lectures 7 and 9, makemore, nanoGPT); the lectures before keep
-    /// `cross_entropy` and libm's bits. The rows are summed in order, so the
-    /// thread count changes nothing.
+    /// the loss moves at most in its last bits. For GPT-2 (lecture 9) and
+    /// makemore, whose 50,304 and 27 classes it serves; the lectures before
+    /// keep `cross_entropy` and libm's bits, and so does lecture 7: with this
+    /// one, its layernorm stage's val loss after 5,000 steps moved by 1.6e-3,
+    /// outside its ±5e-4 gate against PyTorch. The rows are summed in order,
+    /// so the thread count changes nothing.
     pub fn cross_entropy_fast(&self, targets: &[usize]) -> Tensor {
         let (logits, classes) = self.check_cross_entropy(targets);
         let values = logits.data.as_slice().expect("contiguous");

@@ -70,8 +70,9 @@ impl<'g> Var<'g> {
 
     /// [`Var::cross_entropy`] with its exponentials in f64 lanes and its rows
     /// across threads ([`Tensor::cross_entropy_fast`]): within an ulp or so of
-    /// it, for the models whose finals may move in their last bits (GPT,
-    /// GPT-2, makemore); the lectures before keep the plain one above.
+    /// it, for GPT-2 and makemore, whose finals may move in their last bits;
+    /// the lectures before 9 keep the plain one above (why lecture 7 does:
+    /// [`Tensor::cross_entropy_fast`]).
     pub fn cross_entropy_fast(self, targets: &[usize]) -> Var<'g> {
         let logits = self.value();
         let out = logits.cross_entropy_fast(targets);
