@@ -423,8 +423,14 @@ pub fn run(args: Args) -> TaskResult {
     let mut rounds = Rounds::new();
     for round in 1..=args.rounds {
         for group in &groups {
-            for &t in group.threads {
-                let threads = if t == 0 { cores } else { t };
+            // [1, 0] on a 1-core machine is one count, run once a round.
+            let mut counts: Vec<usize> = group
+                .threads
+                .iter()
+                .map(|&t| if t == 0 { cores } else { t })
+                .collect();
+            counts.dedup();
+            for threads in counts {
                 eprintln!(
                     "\n== {} on {threads} thread(s), round {round} of {}",
                     group.name, args.rounds
@@ -616,7 +622,11 @@ fn render(results: &Results) -> String {
 }
 
 fn to_json(results: &Results, cores: usize, cpu: &str, rounds: u32) -> String {
-    let num = |v: Option<f64>| v.map_or("null".to_string(), |v| format!("{v}"));
+    // JSON has no inf or NaN: those are null.
+    let num = |v: Option<f64>| match v {
+        Some(v) if v.is_finite() => format!("{v}"),
+        _ => "null".to_string(),
+    };
     let side = |s: &Option<Summary>| match s {
         None => "null".to_string(),
         Some(s) => format!(
@@ -644,10 +654,24 @@ fn to_json(results: &Results, cores: usize, cpu: &str, rounds: u32) -> String {
         ));
     }
     format!(
-        "{{\n  \"cpu\": {:?},\n  \"cores\": {cores},\n  \"rounds\": {rounds},\n  \"rows\": [\n{}\n  ]\n}}\n",
-        cpu,
+        "{{\n  \"cpu\": \"{}\",\n  \"cores\": {cores},\n  \"rounds\": {rounds},\n  \"rows\": [\n{}\n  ]\n}}\n",
+        json_escape(cpu),
         rows.join(",\n")
     )
+}
+
+/// `text` as the inside of a JSON string.
+fn json_escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Temp file + rename, so a crash never leaves half a file.

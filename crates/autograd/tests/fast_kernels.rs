@@ -1,7 +1,9 @@
 //! The fast kernels that the GPT models use (issue 35) against the plain ops
 //! the earlier lectures keep: the loss and gradients of `cross_entropy_fast`
 //! against `cross_entropy`, and the tanh GELU's backward against its plain
-//! f64 form, each within a stated number of ulps, on 1 thread and on 2 alike.
+//! f64 form, each within a stated number of ulps. (That the thread count
+//! changes no bit of the fast cross-entropy is a unit test in `tensor`,
+//! which can set the count per call.)
 
 use autograd::Graph;
 use tensor::rng::TorchGenerator;
@@ -33,30 +35,41 @@ fn loss_and_grad(fast: bool, logits: &Tensor, targets: &[usize], scale: f32) -> 
 }
 
 /// GPT-2's 50,304 classes (a few rows), lecture 7's 65 and makemore's 27:
-/// the loss within 2 ulps; every gradient element within 3 (an exp one ulp
-/// off moves the row's sum, so `1/sum` too, and then three roundings follow:
-/// `· 1/sum`, `/ N`, `· scale`; 3 is also the most measured), and at most one
-/// element in a thousand not equal (measured: 129 of 301,824 at 50,304
-/// classes).
+/// the loss within 2 ulps; every gradient element off the target within 3
+/// ulps (an exp one ulp off moves the row's sum, so `1/sum` too, and then
+/// three roundings follow: `· 1/sum`, `/ N`, `· scale`; 3 is also the most
+/// measured); the target's `p − 1`, whose ulp can be far finer than p's,
+/// within 3 ulps of `scale / N` (p is at most 1); and at most one element
+/// in a thousand not equal (measured: 129 of 301,824 at 50,304 classes).
 #[test]
-fn fast_cross_entropy_is_within_an_ulp_of_the_plain_one() {
+fn fast_cross_entropy_is_within_a_few_ulps_of_the_plain_one() {
     let mut gen = TorchGenerator::manual_seed(35);
     for (n, classes, spread) in [(6, 50_304, 3.0), (768, 65, 2.0), (2_000, 27, 8.0)] {
         let logits = gen.randn(&[n, classes]).mul_scalar(spread);
         let targets: Vec<usize> = (0..n).map(|i| (i * 7919) % classes).collect();
-        let (plain_loss, plain_grad) = loss_and_grad(false, &logits, &targets, 0.5);
-        let (fast_loss, fast_grad) = loss_and_grad(true, &logits, &targets, 0.5);
+        let scale = 0.5;
+        let (plain_loss, plain_grad) = loss_and_grad(false, &logits, &targets, scale);
+        let (fast_loss, fast_grad) = loss_and_grad(true, &logits, &targets, scale);
         assert!(
             ulps(plain_loss, fast_loss) <= 2,
             "{n}×{classes}: loss {fast_loss} vs plain {plain_loss}"
         );
         let (plain, fast) = (plain_grad.to_vec(), fast_grad.to_vec());
+        // 3 ulps of scale / N, the largest a probability's term can be.
+        let target_bound = 3.0 * f32::EPSILON * scale / n as f32;
         let mut off = 0;
         for (i, (p, f)) in plain.iter().zip(&fast).enumerate() {
-            assert!(
-                ulps(*p, *f) <= 3,
-                "{n}×{classes}: grad[{i}] {f} vs plain {p}"
-            );
+            if i % classes == targets[i / classes] {
+                assert!(
+                    (p - f).abs() <= target_bound,
+                    "{n}×{classes}: grad[{i}] (a target) {f} vs plain {p}"
+                );
+            } else {
+                assert!(
+                    ulps(*p, *f) <= 3,
+                    "{n}×{classes}: grad[{i}] {f} vs plain {p}"
+                );
+            }
             off += (p != f) as usize;
         }
         assert!(
@@ -65,29 +78,6 @@ fn fast_cross_entropy_is_within_an_ulp_of_the_plain_one() {
             plain.len()
         );
     }
-}
-
-/// The rows are spread over threads, but each row's arithmetic and the sum
-/// over rows are fixed: 1 thread and 2 give the same bits.
-#[test]
-fn fast_cross_entropy_gives_the_same_bits_on_1_and_2_threads() {
-    let mut gen = TorchGenerator::manual_seed(7);
-    let logits = gen.randn(&[64, 50_304]);
-    let targets: Vec<usize> = (0..64).map(|i| i * 701).collect();
-    let before = tensor::max_threads();
-    let runs: Vec<(u32, Vec<u32>)> = [1, 2]
-        .into_iter()
-        .map(|threads| {
-            tensor::set_max_threads(threads);
-            let (loss, grad) = loss_and_grad(true, &logits, &targets, 1.0);
-            (
-                loss.to_bits(),
-                grad.to_vec().iter().map(|g| g.to_bits()).collect(),
-            )
-        })
-        .collect();
-    tensor::set_max_threads(before);
-    assert!(runs[0] == runs[1], "1 and 2 threads differ");
 }
 
 /// A NaN among the logits makes the loss NaN, so that training stops there,

@@ -153,11 +153,13 @@ impl Attention {
                         *y = (*y - max).exp();
                         sum += *y as f64;
                     }
-                    y[live..].fill(0.0);
                     let inverse = (1.0 / sum) as f32;
                     for y in y[..live].iter_mut() {
                         *y *= inverse;
                     }
+                    // 0 · inverse, as the full loop gave: NaN when a seen
+                    // score was NaN (`max` skips NaN, so `live` is `seen`).
+                    y[live..].fill(0.0 * inverse);
                 }
             });
         }

@@ -101,12 +101,17 @@ impl Tensor {
     /// outside its ±5e-4 gate against PyTorch. The rows are summed in order,
     /// so the thread count changes nothing.
     pub fn cross_entropy_fast(&self, targets: &[usize]) -> Tensor {
+        let work = self.len();
+        self.cross_entropy_fast_on(targets, threads_for(work))
+    }
+
+    /// [`Tensor::cross_entropy_fast`] with its rows split between `threads`.
+    fn cross_entropy_fast_on(&self, targets: &[usize], threads: usize) -> Tensor {
         let (logits, classes) = self.check_cross_entropy(targets);
         let values = logits.data.as_slice().expect("contiguous");
         let path = SimdPath::best();
         let mut log_probs = vec![0f32; targets.len()];
-        let work = targets.len() * classes;
-        fill_in_pieces(&mut log_probs, 1, threads_for(work), |start, piece| {
+        fill_in_pieces(&mut log_probs, 1, threads, |start, piece| {
             let mut exps = vec![0f32; classes];
             for (i, log_prob) in piece.iter_mut().enumerate() {
                 let row = &values[(start + i) * classes..][..classes];
@@ -124,13 +129,19 @@ impl Tensor {
     /// `(softmax(logits) − one_hot(targets)) / N · scale`, rounded as
     /// `Var::cross_entropy`'s backward rounds it, row by row across threads.
     pub fn cross_entropy_fast_grad(&self, targets: &[usize], scale: f32) -> Tensor {
+        let work = self.len();
+        self.cross_entropy_fast_grad_on(targets, scale, threads_for(work))
+    }
+
+    /// [`Tensor::cross_entropy_fast_grad`] with its rows split between `threads`.
+    fn cross_entropy_fast_grad_on(&self, targets: &[usize], scale: f32, threads: usize) -> Tensor {
         let (logits, classes) = self.check_cross_entropy(targets);
         let values = logits.data.as_slice().expect("contiguous");
         let path = SimdPath::best();
         let n = targets.len() as f32;
         let mut grad = vec![0f32; values.len()];
         if classes > 0 {
-            parallel_fill(&mut grad, classes, |start, piece| {
+            fill_in_pieces(&mut grad, classes, threads, |start, piece| {
                 for (r, y) in piece.chunks_mut(classes).enumerate() {
                     let row = start / classes + r;
                     let x = &values[row * classes..][..classes];
@@ -431,5 +442,31 @@ impl Tensor {
             }
         });
         Tensor::from_vec(dx, xhat.shape())
+    }
+}
+
+#[cfg(test)]
+mod fast_cross_entropy_tests {
+    use crate::rng::TorchGenerator;
+
+    /// The rows go to threads in pieces, but each row's arithmetic and the
+    /// sum over rows are fixed: 1, 2 and 3 threads give the same bits.
+    #[test]
+    fn the_thread_count_changes_no_bit() {
+        let mut gen = TorchGenerator::manual_seed(7);
+        let logits = gen.randn(&[37, 50_304]).mul_scalar(3.0);
+        let targets: Vec<usize> = (0..37).map(|i| i * 1_301).collect();
+        let bits = |t: crate::Tensor| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        let runs: Vec<(Vec<u32>, Vec<u32>)> = [1, 2, 3]
+            .into_iter()
+            .map(|threads| {
+                (
+                    bits(logits.cross_entropy_fast_on(&targets, threads)),
+                    bits(logits.cross_entropy_fast_grad_on(&targets, 0.5, threads)),
+                )
+            })
+            .collect();
+        assert!(runs[0] == runs[1], "1 and 2 threads differ");
+        assert!(runs[0] == runs[2], "1 and 3 threads differ");
     }
 }
