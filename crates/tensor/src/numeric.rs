@@ -102,43 +102,54 @@ impl SimdPath {
     }
 }
 
-/// Defines `$name(src, dst, path)`: `dst[i] = $body` with `$x = src[i]`, in a
-/// portable copy and, on x86-64, copies compiled for AVX2 and AVX-512.
-macro_rules! slice_kernel {
-    ($(#[$doc:meta])* $name:ident, |$x:ident| $body:expr) => {
+/// Defines `$name(args…, path)` running `$body` in a portable copy and, on
+/// x86-64, copies compiled for AVX2 and AVX-512, chosen by `path`.
+macro_rules! lane_kernel {
+    ($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),*) $body:block) => {
         $(#[$doc])*
-        pub fn $name(src: &[f32], dst: &mut [f32], path: SimdPath) {
-            assert_eq!(src.len(), dst.len(), "{}: lengths differ", stringify!($name));
+        pub fn $name($($arg: $ty,)* path: SimdPath) {
             #[inline(always)]
-            fn each(src: &[f32], dst: &mut [f32]) {
-                for (d, &$x) in dst.iter_mut().zip(src) {
-                    *d = $body;
-                }
-            }
+            fn each($($arg: $ty),*) $body
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2")]
-            fn avx2(src: &[f32], dst: &mut [f32]) {
-                each(src, dst)
+            fn avx2($($arg: $ty),*) {
+                each($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f")]
-            fn avx512(src: &[f32], dst: &mut [f32]) {
-                each(src, dst)
+            fn avx512($($arg: $ty),*) {
+                each($($arg),*)
             }
             match path {
                 #[cfg(target_arch = "x86_64")]
                 SimdPath::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
                     // SAFETY: the CPU has AVX2, checked just above.
-                    unsafe { avx2(src, dst) }
+                    unsafe { avx2($($arg),*) }
                 }
                 #[cfg(target_arch = "x86_64")]
                 SimdPath::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
                     // SAFETY: the CPU has AVX-512F, checked just above.
-                    unsafe { avx512(src, dst) }
+                    unsafe { avx512($($arg),*) }
                 }
-                _ => each(src, dst),
+                _ => each($($arg),*),
             }
         }
+    };
+}
+
+/// Defines `$name(src, dst, path)`: `dst[i] = $body` with `$x = src[i]`, a
+/// [`lane_kernel!`] over one slice.
+macro_rules! slice_kernel {
+    ($(#[$doc:meta])* $name:ident, |$x:ident| $body:expr) => {
+        lane_kernel!(
+            $(#[$doc])*
+            $name(src: &[f32], dst: &mut [f32]) {
+                assert_eq!(src.len(), dst.len(), "{}: lengths differ", stringify!($name));
+                for (d, &$x) in dst.iter_mut().zip(src) {
+                    *d = $body;
+                }
+            }
+        );
     };
 }
 
@@ -312,40 +323,16 @@ pub fn exp_shifted(x: f32, shift: f32) -> f32 {
     exp_taylor(y) as f32
 }
 
-/// [`exp_shifted`] of every element of `src` into `dst`, on `path`; every
-/// path gives the same bits (no fused multiply-add).
-pub fn exp_shifted_into(src: &[f32], shift: f32, dst: &mut [f32], path: SimdPath) {
-    assert_eq!(src.len(), dst.len(), "exp_shifted_into: lengths differ");
-    #[inline(always)]
-    fn each(src: &[f32], shift: f32, dst: &mut [f32]) {
+lane_kernel!(
+    /// [`exp_shifted`] of every element of `src` into `dst`, on `path`; every
+    /// path gives the same bits (no fused multiply-add).
+    exp_shifted_into(src: &[f32], shift: f32, dst: &mut [f32]) {
+        assert_eq!(src.len(), dst.len(), "exp_shifted_into: lengths differ");
         for (d, &x) in dst.iter_mut().zip(src) {
             *d = exp_shifted(x, shift);
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn avx2(src: &[f32], shift: f32, dst: &mut [f32]) {
-        each(src, shift, dst)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    fn avx512(src: &[f32], shift: f32, dst: &mut [f32]) {
-        each(src, shift, dst)
-    }
-    match path {
-        #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
-            // SAFETY: the CPU has AVX2, checked just above.
-            unsafe { avx2(src, shift, dst) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
-            // SAFETY: the CPU has AVX-512F, checked just above.
-            unsafe { avx512(src, shift, dst) }
-        }
-        _ => each(src, shift, dst),
-    }
-}
+);
 
 /// Exact GELU's derivative `Φ(x) + x·φ(x)` given `Φ(x)` (kept from the
 /// forward pass), with `φ(x) = e^{−x²/2}/√(2π)` through [`exp_taylor`] and
@@ -367,43 +354,19 @@ pub fn gelu_grad(x: f32, cdf: f32) -> f32 {
     }
 }
 
-/// [`gelu_grad`] of every `(x, cdf)` pair into `dst`, on `path`; every path
-/// gives the same bits.
-pub fn gelu_grad_into(x: &[f32], cdf: &[f32], dst: &mut [f32], path: SimdPath) {
-    assert!(
-        x.len() == dst.len() && cdf.len() == dst.len(),
-        "gelu_grad_into: lengths differ"
-    );
-    #[inline(always)]
-    fn each(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
+lane_kernel!(
+    /// [`gelu_grad`] of every `(x, cdf)` pair into `dst`, on `path`; every path
+    /// gives the same bits.
+    gelu_grad_into(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
+        assert!(
+            x.len() == dst.len() && cdf.len() == dst.len(),
+            "gelu_grad_into: lengths differ"
+        );
         for ((d, &x), &c) in dst.iter_mut().zip(x).zip(cdf) {
             *d = gelu_grad(x, c);
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn avx2(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
-        each(x, cdf, dst)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    fn avx512(x: &[f32], cdf: &[f32], dst: &mut [f32]) {
-        each(x, cdf, dst)
-    }
-    match path {
-        #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx2 if std::arch::is_x86_feature_detected!("avx2") => {
-            // SAFETY: the CPU has AVX2, checked just above.
-            unsafe { avx2(x, cdf, dst) }
-        }
-        #[cfg(target_arch = "x86_64")]
-        SimdPath::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => {
-            // SAFETY: the CPU has AVX-512F, checked just above.
-            unsafe { avx512(x, cdf, dst) }
-        }
-        _ => each(x, cdf, dst),
-    }
-}
+);
 
 slice_kernel!(
     /// [`gelu_tanh`] of every element.
