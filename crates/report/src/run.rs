@@ -159,10 +159,26 @@ impl Stage {
     }
 
     /// This stage without its progress report (a data-parallel run's ranks
-    /// other than 0).
+    /// other than 0, a loop run on another thread beside the lecture's).
     pub fn silent(mut self) -> Stage {
         self.silent = true;
         self
+    }
+
+    /// Whether this stage keeps quiet: no progress report, and loops that
+    /// print as the lecture does print nothing (see [`Stage::silent`]).
+    pub fn is_silent(&self) -> bool {
+        self.silent
+    }
+
+    /// Takes over the loss rows of a stage that ran elsewhere (a training
+    /// loop on another thread, given a [`Stage::standalone`]), as this
+    /// stage's rows, after the ones it has.
+    pub fn append_rows_of(&mut self, other: Stage) {
+        self.rows.extend(other.rows.into_iter().map(|row| LossRow {
+            stage: self.name.clone(),
+            ..row
+        }));
     }
 
     /// Starts a training loop of `steps` steps, called `label` in the progress

@@ -58,10 +58,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let mut run = Run::new(6, "wavenet", &args.run, SEED, config)?;
     let seed = run.seed();
     let gates = seed == SEED;
-    let quick = run.quick();
-    let steps = run
-        .steps_override()
-        .unwrap_or(if quick { 2000 } else { STEPS });
+    let steps = stages::steps(&run);
     let splits = Splits::load(cfg.block_size).map_err(|e| e.to_string())?;
     println!(
         "examples: train {}, val {}, test {}",
@@ -73,10 +70,14 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let full_fixture: Value = serde_json::from_str(FULL_FIXTURE).expect("fixture is JSON");
     let torch = fixture_row(&full_fixture, "lecture6_full.json", cfg.name)?;
 
-    let trained = stages::hierarchical::run_stage(&mut run, &splits, steps, (reference, torch))?;
+    // The performance log's other rows train beside the lecture's model.
+    let ladder = args.ladder.then(|| stages::performance_log::start(&run));
+    let (trained, losses) =
+        stages::hierarchical::run_stage(&mut run, &splits, steps, (reference, torch))?;
+    let lecture_row = stages::performance_log::Row::of(&trained, losses);
     stages::shapes::run_stage(&mut run, &splits, trained)?;
-    if args.ladder {
-        stages::performance_log::run_stage(&mut run, &fixture, gates)?;
+    if let Some(ladder) = ladder {
+        stages::performance_log::run_stage(&mut run, &fixture, gates, ladder, lecture_row)?;
     }
     Ok(run.finish())
 }

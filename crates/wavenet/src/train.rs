@@ -38,7 +38,9 @@ pub fn train(
 ) -> Result<Trained, String> {
     let mut g = TorchGenerator::manual_seed(seed);
     let mut net = WaveNet::new(config, &mut g);
-    println!("{label}: {} parameters", net.params.count());
+    if !stage.is_silent() {
+        println!("{label}: {} parameters", net.params.count());
+    }
     stage.start_training(label, steps, LogEvery::Mean(1000));
     let mut losses = Vec::with_capacity(steps);
     for i in 0..steps {
@@ -52,7 +54,7 @@ pub fn train(
         net.params.accumulate(&grads);
         Sgd::new(lr).step(&mut net.params);
         losses.push(loss.item());
-        if i % 10_000 == 0 {
+        if i % 10_000 == 0 && !stage.is_silent() {
             println!("{i:7}/{steps:7}: {:.4}", loss.item());
         }
     }

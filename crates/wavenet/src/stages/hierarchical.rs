@@ -10,13 +10,14 @@ use serde_json::Value;
 use wavenet::train::{train, Trained};
 use wavenet::Config;
 
-/// Trains the lecture's model and checks its losses; returns it for the next stage.
+/// Trains the lecture's model and checks its losses; returns it for the next
+/// stage, with its train and val losses.
 pub fn run_stage(
     run: &mut Run,
     splits: &Splits,
     steps: usize,
     (reference, torch): (&Value, &Value),
-) -> Result<Trained, String> {
+) -> Result<(Trained, (f64, f64)), String> {
     let cfg = Config::lecture();
     let seed = run.seed();
     let gates = seed == SEED;
@@ -132,10 +133,11 @@ pub fn run_stage(
         )?;
     }
 
-    Ok(Trained {
+    let trained = Trained {
         net,
         g,
         losses,
         ms_per_step,
-    })
+    };
+    Ok((trained, (train_loss, val_loss)))
 }

@@ -41,6 +41,13 @@ pub const BUG_ROW_TORCH_TOL: f64 = 0.005;
 /// where the notebook shows 1.9570 and 1.8806. So: within one unit of the last digit.
 pub const NOTEBOOK_TOL: f64 = 1e-4;
 
+/// The steps the lecture's model and every row of the performance log train:
+/// the lecture's 200k, or what `--quick` and `--steps` say.
+pub fn steps(run: &report::Run) -> usize {
+    run.steps_override()
+        .unwrap_or(if run.quick() { 2000 } else { STEPS })
+}
+
 /// The row of a fixture's `rows` with this name (the performance log's rows).
 pub fn fixture_row<'a>(fixture: &'a Value, file: &str, name: &str) -> Result<&'a Value, String> {
     fixture["rows"]

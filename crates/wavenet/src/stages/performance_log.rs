@@ -1,33 +1,194 @@
 //! `--ladder`: the lecture's performance log (cell[14]), five configurations
 //! of 200k steps each, against the lecture and PyTorch's runs.
+//!
+//! The last row is the lecture's own model, which the first stage has just
+//! trained with the same seed and steps, so its numbers are taken from there.
+//! The other four train on a thread of their own while the lecture's model
+//! trains, when the run may use a second core: a step of these models is too
+//! small to gain from two threads (1.12 ms on one, 1.16 on two, measured), and
+//! which thread runs a step never changes its bits.
 
 use super::{
-    evaluate, fixture_row, torch_prints, BUG_ROW_TORCH_TOL, FULL_FIXTURE, STEPS, TORCH_TOL,
+    evaluate, fixture_row, steps, torch_prints, BUG_ROW_TORCH_TOL, FULL_FIXTURE, STEPS, TORCH_TOL,
 };
 use batchnorm::every_10k;
 use data::makemore::Splits;
-use report::{Run, Target};
+use report::{Run, Stage, Target};
 use serde_json::Value;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use wavenet::train::train;
 use wavenet::Config;
 
-/// Trains every row of the performance log.
-pub fn run_stage(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), String> {
-    let steps = run
-        .steps_override()
-        .unwrap_or(if run.quick() { 2000 } else { STEPS });
+/// One row of the performance log, trained and evaluated.
+pub struct Row {
+    pub params: usize,
+    /// Every step's minibatch loss.
+    pub losses: Vec<f32>,
+    pub train: f64,
+    pub val: f64,
+    pub ms_per_step: f64,
+}
+
+impl Row {
+    /// The row of a model trained elsewhere (the lecture's own run).
+    pub fn of(trained: &wavenet::train::Trained, (train, val): (f64, f64)) -> Row {
+        Row {
+            params: trained.net.params.count(),
+            losses: trained.losses.clone(),
+            train,
+            val,
+            ms_per_step: trained.ms_per_step,
+        }
+    }
+}
+
+/// The rows other than the lecture's: a queue of them, and the threads
+/// training them while the lecture's model trains.
+pub struct Ladder {
+    seed: u64,
+    steps: usize,
+    queue: Arc<Queue>,
+    background: Option<JoinHandle<Result<Vec<Trained>, String>>>,
+}
+
+/// The rows still to train, the most costly first, so that the threads
+/// that take them end close together.
+struct Queue {
+    rows: Vec<(usize, Config)>,
+    next: AtomicUsize,
+}
+
+/// A row of the performance log trained, with its place in the log and the
+/// stage its loss rows went to.
+type Trained = (usize, Row, Stage);
+
+/// The performance log's rows other than the lecture's model, with their places.
+fn other_rows() -> Vec<(usize, Config)> {
+    let mut rows: Vec<(usize, Config)> = Config::LADDER
+        .into_iter()
+        .enumerate()
+        .filter(|(_, c)| c.name != Config::lecture().name)
+        .collect();
+    rows.reverse(); // the log grows its models as it goes
+    rows
+}
+
+/// Trains and evaluates one row under `stage`.
+fn train_row(config: Config, seed: u64, steps: usize, stage: &mut Stage) -> Result<Row, String> {
+    let splits = Splits::load(config.block_size).map_err(|e| e.to_string())?;
+    let mut trained = train(config, seed, &splits.train, steps, stage, config.name)?;
+    let (train, val) = evaluate(&mut trained.net, &splits);
+    Ok(Row::of(&trained, (train, val)))
+}
+
+/// Takes rows from the queue and trains them until none is left; `silent`
+/// for a thread beside the lecture's, whose prints would interleave.
+fn work(queue: &Queue, seed: u64, steps: usize, silent: bool) -> Result<Vec<Trained>, String> {
+    let mut done = Vec::new();
+    while let Some(&(place, config)) = queue.rows.get(queue.next.fetch_add(1, SeqCst)) {
+        let mut stage = Stage::standalone(config.name);
+        if silent {
+            stage = stage.silent();
+        }
+        let row = train_row(config, seed, steps, &mut stage)?;
+        println!(
+            "performance log: {} trained ({:.3} ms per step)",
+            config.name, row.ms_per_step
+        );
+        done.push((place, row, stage));
+    }
+    Ok(done)
+}
+
+/// Starts the rows other than the lecture's on threads of their own, when the
+/// run may use more than one core (`ZTH_THREADS`, or the machine's cores);
+/// the lecture's thread takes what is left once its own model is done.
+/// Products then stay on the thread that asks for them: the pool's workers
+/// would spin on the cores these rows need (measured: 1.56 ms a step for the
+/// lecture's model beside them with the pool, 1.18 without, 1.12 alone).
+pub fn start(run: &Run) -> Ladder {
+    let (seed, steps) = (run.seed(), steps(run));
+    let cores = tensor::threads_from_env()
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let queue = Arc::new(Queue {
+        rows: other_rows(),
+        next: AtomicUsize::new(0),
+    });
+    let threads = (cores - 1).min(queue.rows.len());
+    let background = (threads > 0).then(|| {
+        tensor::set_max_threads(1);
+        println!(
+            "performance log: its other {} rows train meanwhile, on {threads} more thread(s)",
+            queue.rows.len()
+        );
+        let queue = Arc::clone(&queue);
+        std::thread::spawn(move || {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| scope.spawn(|| work(&queue, seed, steps, true)))
+                    .collect();
+                let mut done = Vec::new();
+                for handle in handles {
+                    done.extend(handle.join().map_err(|_| {
+                        "performance log: a thread training its rows panicked".to_string()
+                    })??);
+                }
+                Ok(done)
+            })
+        })
+    });
+    Ladder {
+        seed,
+        steps,
+        queue,
+        background,
+    }
+}
+
+/// Checks every row of the performance log: the lecture's own (`lecture`,
+/// from the first stage) and the others from `ladder`.
+pub fn run_stage(
+    run: &mut Run,
+    fixture: &Value,
+    gates: bool,
+    ladder: Ladder,
+    lecture: Row,
+) -> Result<(), String> {
+    let steps = ladder.steps;
     let full = steps == STEPS;
-    let seed = run.seed();
     let full_fixture: Value = serde_json::from_str(FULL_FIXTURE).expect("fixture is JSON");
     let stage = run.stage("performance log (--ladder)");
     stage.set_source("makemore_part5_cnn1.ipynb cell[14] (scaled-up row: cell[13]); PyTorch: tests/fixtures/make_fixtures.py");
+    let mut trained = work(&ladder.queue, ladder.seed, steps, false)?;
+    if let Some(handle) = ladder.background {
+        trained.extend(
+            handle.join().map_err(|_| {
+                "performance log: the thread training its rows panicked".to_string()
+            })??,
+        );
+    }
+    trained.sort_by_key(|(place, _, _)| *place);
+    let mut others = Vec::new();
+    for (_, row, rows_stage) in trained {
+        stage.append_rows_of(rows_stage);
+        others.push(row);
+    }
+    let mut others = others.into_iter();
+    let mut lecture = Some(lecture);
     let mut rows = Vec::new();
     for config in Config::LADDER.iter() {
         let reference = fixture_row(fixture, "lecture6.json", config.name)?;
         let torch = fixture_row(&full_fixture, "lecture6_full.json", config.name)?;
-        let splits = Splits::load(config.block_size).map_err(|e| e.to_string())?;
-        let mut trained = train(*config, seed, &splits.train, steps, stage, config.name)?;
-        let params = trained.net.params.count();
+        let row = match config.name == Config::lecture().name {
+            true => lecture.take(),
+            false => others.next(),
+        }
+        .expect("one row per configuration");
+        let params = row.params;
         stage.target(Target::string(
             &format!("{}: parameters", config.name),
             &reference["params"].to_string(),
@@ -37,7 +198,7 @@ pub fn run_stage(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), Stri
             &format!("{}: step-0 loss (PyTorch)", config.name),
             reference["losses"][0].as_f64().unwrap_or(f64::NAN),
             1e-5,
-            trained.losses[0] as f64,
+            row.losses[0] as f64,
         );
         stage.target(if gates { t } else { t.ungated() });
         // See BUG_ROW_TORCH_TOL: that row's losses part from PyTorch's after step 0
@@ -45,7 +206,7 @@ pub fn run_stage(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), Stri
         let tol = if config.batchnorm_bug {
             BUG_ROW_TORCH_TOL
         } else {
-            let printed = every_10k(&trained.losses);
+            let printed = every_10k(&row.losses);
             let t = Target::all_within(
                 &format!("{}: losses every 10,000 steps (PyTorch)", config.name),
                 &torch_prints(torch, printed.len()),
@@ -55,7 +216,7 @@ pub fn run_stage(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), Stri
             stage.target(if gates { t } else { t.ungated() });
             TORCH_TOL
         };
-        let (train_loss, val_loss) = evaluate(&mut trained.net, &splits);
+        let (train_loss, val_loss) = (row.train, row.val);
         for (split, got, expected) in [
             ("train", train_loss, config.lecture.0),
             ("val", val_loss, config.lecture.1),
@@ -77,7 +238,7 @@ pub fn run_stage(run: &mut Run, fixture: &Value, gates: bool) -> Result<(), Stri
         }
         stage.target(Target::info(
             &format!("{}: ms per step", config.name),
-            trained.ms_per_step,
+            row.ms_per_step,
         ));
         rows.push((config, params, train_loss, val_loss));
     }
