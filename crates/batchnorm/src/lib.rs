@@ -33,6 +33,7 @@
 //! `cargo run --release -p batchnorm -- lecture --out runs/lecture-04`.
 #![deny(missing_docs)]
 
+pub mod beside;
 pub mod diagnostics;
 pub mod fold;
 pub mod mlp;
@@ -99,6 +100,16 @@ pub fn sample_name(
 /// (`if i % 10000 == 0: print(...)`), for comparing a run with the printout.
 pub fn every_10k(losses: &[f32]) -> Vec<f64> {
     losses.iter().step_by(10_000).map(|&l| l as f64).collect()
+}
+
+/// Prints what the notebooks' loops print every 10,000 steps
+/// (`print(f'{i:7d}/{max_steps:7d}: {loss.item():.4f}')`), from a finished
+/// run's losses: for a run trained on another thread (see [`beside`]).
+pub fn print_every_10k(losses: &[f32]) {
+    let steps = losses.len();
+    for (i, loss) in losses.iter().enumerate().step_by(10_000) {
+        println!("{i:7}/{steps:7}: {loss:.4}");
+    }
 }
 
 /// The learning rate of step `i`: `lr = 0.1 if i < decay_at else 0.01`.

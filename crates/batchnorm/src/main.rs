@@ -74,12 +74,14 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     );
     let exact_gates = run.seed() == SEED;
 
-    stages::mlp::run_stage(&mut run, &splits, &fixture, exact_gates)?;
+    // The loss log's other rows train beside the lecture's stages.
+    let ladder = args.ladder.then(|| stages::loss_log::start(&run, &splits));
+    let model_a = stages::mlp::run_stage(&mut run, &splits, &fixture, exact_gates)?;
     stages::gains::run_stage(&mut run, &splits, &fixture, exact_gates)?;
     stages::zero_init::run_stage(&mut run, &splits)?;
     stages::torchified::run_stage(&mut run, &splits, &fixture, exact_gates, args.full)?;
-    if args.ladder {
-        stages::loss_log::run_stage(&mut run, &splits)?;
+    if let Some(ladder) = ladder {
+        stages::loss_log::run_stage(&mut run, ladder, model_a)?;
     }
     Ok(run.finish())
 }

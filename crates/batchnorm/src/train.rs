@@ -52,7 +52,7 @@ pub fn train_mlp(
         Sgd::new(lr).step(&mut model.params);
         // ANCHOR_END: train_step
         losses.push(loss.item());
-        if i % 10_000 == 0 {
+        if i % 10_000 == 0 && !stage.is_silent() {
             println!("{i:7}/{steps:7}: {:.4}", loss.item());
         }
     }

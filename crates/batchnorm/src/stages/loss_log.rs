@@ -1,13 +1,18 @@
 //! `--ladder`: the lecture's loss log (cell[11]), five rows of 200k steps, each
 //! against the lecture's printed losses and PyTorch's run with the same draws.
+//!
+//! The last row is model A, which the first stage has just trained with the
+//! same seed and steps, so its numbers are taken from there. The other four
+//! train beside the lecture's stages (see [`batchnorm::beside`]).
 
 use super::mlp::torch_row;
 use super::{exact_list, gate_full, num, FULL_FIXTURE, SEED, TORCH_TOL};
-use batchnorm::every_10k;
+use batchnorm::beside::Beside;
 use batchnorm::mlp::{LossLogRow, Mlp};
 use batchnorm::train::{mlp_split_losses, train_mlp};
+use batchnorm::{every_10k, print_every_10k};
 use data::makemore::Splits;
-use report::{Run, Target};
+use report::{Run, Stage, Target};
 use serde_json::Value;
 use tensor::rng::TorchGenerator;
 
@@ -19,25 +24,98 @@ use tensor::rng::TorchGenerator;
 /// row is 0.05 away.
 const ORIGINAL_TORCH_TOL: f64 = 0.01;
 
-/// Trains every row of the loss log and prints the table.
-pub fn run_stage(run: &mut Run, splits: &Splits) -> Result<(), String> {
-    let steps = run
-        .steps_override()
-        .unwrap_or(if run.quick() { 3000 } else { 200_000 });
+/// One row of the loss log, trained and evaluated.
+pub struct Row {
+    pub params: usize,
+    /// Every step's minibatch loss.
+    pub losses: Vec<f32>,
+    pub train: f64,
+    pub val: f64,
+    pub ms_per_step: f64,
+}
+
+/// The rows other than model A, training beside the lecture's stages.
+pub struct Ladder {
+    steps: usize,
+    rows: Beside<Row>,
+}
+
+/// The steps model A and every row of the loss log train.
+pub fn steps(run: &Run) -> usize {
+    run.steps_override()
+        .unwrap_or(if run.quick() { 3000 } else { 200_000 })
+}
+
+/// Trains and evaluates one row under `stage`.
+fn train_row(
+    row: LossLogRow,
+    seed: u64,
+    steps: usize,
+    splits: &Splits,
+    stage: &mut Stage,
+) -> Result<Row, String> {
+    let mut g = TorchGenerator::manual_seed(seed);
+    let mut model = Mlp::new(row, &mut g);
+    let label = row.label();
+    let trained = train_mlp(&mut model, &mut g, &splits.train, steps, stage, label)?;
+    let (train, val) = mlp_split_losses(&mut model, splits);
+    Ok(Row {
+        params: model.params.count(),
+        losses: trained.losses,
+        train,
+        val,
+        ms_per_step: trained.ms_per_step,
+    })
+}
+
+/// Starts the loss log's rows other than the last, model A, which the first
+/// stage trains with the same seed and steps: beside the lecture's stages
+/// (see [`batchnorm::beside`]).
+pub fn start(run: &Run, splits: &Splits) -> Ladder {
+    let (seed, steps) = (run.seed(), steps(run));
+    let rows: Vec<(usize, &'static str)> = LossLogRow::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, &row)| row != LossLogRow::BatchNorm)
+        .map(|(place, row)| (place, row.label()))
+        .collect();
+    let splits = splits.clone();
+    let rows = Beside::start(rows, move |place, stage| {
+        train_row(LossLogRow::ALL[place], seed, steps, &splits, stage)
+    });
+    Ladder { steps, rows }
+}
+
+/// Checks every row of the loss log, model A's (`model_a`, from the first
+/// stage) and the others from `ladder`, and prints the table.
+pub fn run_stage(run: &mut Run, ladder: Ladder, model_a: Row) -> Result<(), String> {
+    let steps = ladder.steps;
     let full = steps == 200_000;
-    let seed = run.seed();
     let gates = run.seed() == SEED;
     let torch: Value = serde_json::from_str(FULL_FIXTURE).expect("JSON");
     let stage = run.stage("loss log (--ladder)");
     stage.set_source("makemore_part3_bn.ipynb cell[11] (the loss log); PyTorch, same draws: tests/fixtures/make_fixtures.py");
+    let mut others = Vec::new();
+    for (trained, rows_stage) in ladder.rows.finish()? {
+        stage.append_rows_of(rows_stage);
+        others.push(trained);
+    }
+    let mut others = others.into_iter();
+    let mut model_a = Some(model_a);
     let mut rows = Vec::new();
     for row in LossLogRow::ALL {
         let label = row.label();
-        let mut g = TorchGenerator::manual_seed(seed);
-        let mut model = Mlp::new(row, &mut g);
-        println!("-- {label} ({} parameters)", model.params.count());
-        let trained = train_mlp(&mut model, &mut g, &splits.train, steps, stage, label)?;
-        let (train, val) = mlp_split_losses(&mut model, splits);
+        let trained = match row {
+            LossLogRow::BatchNorm => model_a.take(),
+            _ => others.next(),
+        }
+        .expect("one trained model per row");
+        if row != LossLogRow::BatchNorm {
+            // The lines the row's loop prints on its own (see Beside's `work`).
+            println!("-- {label} ({} parameters)", trained.params);
+            print_every_10k(&trained.losses);
+        }
+        let (train, val) = (trained.train, trained.val);
         let (lt, lv) = row.lecture_losses();
         rows.push((row, train, val));
         let reference = torch_row(&torch, row);
@@ -72,7 +150,7 @@ pub fn run_stage(run: &mut Run, splits: &Splits) -> Result<(), String> {
         stage.target(Target::string(
             &format!("ladder {label}: parameters (PyTorch)"),
             &reference["params"].to_string(),
-            &model.params.count().to_string(),
+            &trained.params.to_string(),
         ));
         for (split, got, expected) in [("train", train, lt), ("val", val, lv)] {
             let t = Target::band(

@@ -1,7 +1,7 @@
 //! "MLP revisited" through "batch normalization": the MLP with one batch norm,
 //! 200,000 steps (cells 6, 7 and 10).
 
-use super::{exact, exact_list, gate_full, num, FULL_FIXTURE, TORCH_TOL};
+use super::{exact, exact_list, gate_full, loss_log, num, FULL_FIXTURE, TORCH_TOL};
 use batchnorm::every_10k;
 use batchnorm::mlp::{LossLogRow, Mlp};
 use batchnorm::train::{mlp_split_losses, train_mlp};
@@ -31,12 +31,16 @@ pub fn torch_row(full: &Value, row: LossLogRow) -> &Value {
         .unwrap_or_else(|| panic!("lecture4_full.json has no row {name:?}"))
 }
 
-/// Trains the MLP with batch norm and checks its losses.
-pub fn run_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Result<(), String> {
+/// Trains the MLP with batch norm and checks its losses; returns it as the
+/// loss log's last row.
+pub fn run_stage(
+    run: &mut Run,
+    splits: &Splits,
+    fx: &Value,
+    gates: bool,
+) -> Result<loss_log::Row, String> {
     let quick = run.quick();
-    let steps = run
-        .steps_override()
-        .unwrap_or(if quick { 3000 } else { 200_000 });
+    let steps = loss_log::steps(run);
     let full = steps == 200_000;
     let seed = run.seed();
     let stage = run.stage("model A: MLP + batch norm");
@@ -113,5 +117,11 @@ pub fn run_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Res
             train,
         ));
     }
-    Ok(())
+    Ok(loss_log::Row {
+        params: model.params.count(),
+        losses: trained.losses,
+        train,
+        val,
+        ms_per_step: trained.ms_per_step,
+    })
 }

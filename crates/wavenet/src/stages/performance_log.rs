@@ -3,21 +3,16 @@
 //!
 //! The last row is the lecture's own model, which the first stage has just
 //! trained with the same seed and steps, so its numbers are taken from there.
-//! The other four train on a thread of their own while the lecture's model
-//! trains, when the run may use a second core: a step of these models is too
-//! small to gain from two threads (1.12 ms on one, 1.16 on two, measured), and
-//! which thread runs a step never changes its bits.
+//! The other four train beside it (see [`batchnorm::beside`]).
 
 use super::{
     evaluate, fixture_row, steps, torch_prints, BUG_ROW_TORCH_TOL, FULL_FIXTURE, STEPS, TORCH_TOL,
 };
-use batchnorm::every_10k;
+use batchnorm::beside::Beside;
+use batchnorm::{every_10k, print_every_10k};
 use data::makemore::Splits;
 use report::{Run, Stage, Target};
 use serde_json::Value;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use wavenet::train::train;
 use wavenet::Config;
 
@@ -44,35 +39,10 @@ impl Row {
     }
 }
 
-/// The rows other than the lecture's: a queue of them, and the threads
-/// training them while the lecture's model trains.
+/// The rows other than the lecture's, training beside it.
 pub struct Ladder {
-    seed: u64,
     steps: usize,
-    queue: Arc<Queue>,
-    background: Option<JoinHandle<Result<Vec<Trained>, String>>>,
-}
-
-/// The rows still to train, the most costly first, so that the threads
-/// that take them end close together.
-struct Queue {
-    rows: Vec<(usize, Config)>,
-    next: AtomicUsize,
-}
-
-/// A row of the performance log trained, with its place in the log and the
-/// stage its loss rows went to.
-type Trained = (usize, Row, Stage);
-
-/// The performance log's rows other than the lecture's model, with their places.
-fn other_rows() -> Vec<(usize, Config)> {
-    let mut rows: Vec<(usize, Config)> = Config::LADDER
-        .into_iter()
-        .enumerate()
-        .filter(|(_, c)| c.name != Config::lecture().name)
-        .collect();
-    rows.reverse(); // the log grows its models as it goes
-    rows
+    rows: Beside<Row>,
 }
 
 /// Trains and evaluates one row under `stage`.
@@ -83,70 +53,21 @@ fn train_row(config: Config, seed: u64, steps: usize, stage: &mut Stage) -> Resu
     Ok(Row::of(&trained, (train, val)))
 }
 
-/// Takes rows from the queue and trains them until none is left; `silent`
-/// for a thread beside the lecture's, whose prints would interleave.
-fn work(queue: &Queue, seed: u64, steps: usize, silent: bool) -> Result<Vec<Trained>, String> {
-    let mut done = Vec::new();
-    while let Some(&(place, config)) = queue.rows.get(queue.next.fetch_add(1, SeqCst)) {
-        let mut stage = Stage::standalone(config.name);
-        if silent {
-            stage = stage.silent();
-        }
-        let row = train_row(config, seed, steps, &mut stage)?;
-        println!(
-            "performance log: {} trained ({:.3} ms per step)",
-            config.name, row.ms_per_step
-        );
-        done.push((place, row, stage));
-    }
-    Ok(done)
-}
-
-/// Starts the rows other than the lecture's on threads of their own, when the
-/// run may use more than one core (`ZTH_THREADS`, or the machine's cores);
-/// the lecture's thread takes what is left once its own model is done.
-/// Products then stay on the thread that asks for them: the pool's workers
-/// would spin on the cores these rows need (measured: 1.56 ms a step for the
-/// lecture's model beside them with the pool, 1.18 without, 1.12 alone).
+/// Starts the rows other than the lecture's model beside it (see
+/// [`batchnorm::beside`]), the largest first.
 pub fn start(run: &Run) -> Ladder {
     let (seed, steps) = (run.seed(), steps(run));
-    let cores = tensor::threads_from_env()
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let queue = Arc::new(Queue {
-        rows: other_rows(),
-        next: AtomicUsize::new(0),
+    let mut rows: Vec<(usize, &'static str)> = Config::LADDER
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name != Config::lecture().name)
+        .map(|(place, c)| (place, c.name))
+        .collect();
+    rows.reverse(); // the log grows its models as it goes
+    let rows = Beside::start(rows, move |place, stage| {
+        train_row(Config::LADDER[place], seed, steps, stage)
     });
-    let threads = (cores - 1).min(queue.rows.len());
-    let background = (threads > 0).then(|| {
-        tensor::set_max_threads(1);
-        println!(
-            "performance log: its other {} rows train meanwhile, on {threads} more thread(s)",
-            queue.rows.len()
-        );
-        let queue = Arc::clone(&queue);
-        std::thread::spawn(move || {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads)
-                    .map(|_| scope.spawn(|| work(&queue, seed, steps, true)))
-                    .collect();
-                let mut done = Vec::new();
-                for handle in handles {
-                    done.extend(handle.join().map_err(|_| {
-                        "performance log: a thread training its rows panicked".to_string()
-                    })??);
-                }
-                Ok(done)
-            })
-        })
-    });
-    Ladder {
-        seed,
-        steps,
-        queue,
-        background,
-    }
+    Ladder { steps, rows }
 }
 
 /// Checks every row of the performance log: the lecture's own (`lecture`,
@@ -163,17 +84,9 @@ pub fn run_stage(
     let full_fixture: Value = serde_json::from_str(FULL_FIXTURE).expect("fixture is JSON");
     let stage = run.stage("performance log (--ladder)");
     stage.set_source("makemore_part5_cnn1.ipynb cell[14] (scaled-up row: cell[13]); PyTorch: tests/fixtures/make_fixtures.py");
-    let mut trained = work(&ladder.queue, ladder.seed, steps, false)?;
-    if let Some(handle) = ladder.background {
-        trained.extend(
-            handle.join().map_err(|_| {
-                "performance log: the thread training its rows panicked".to_string()
-            })??,
-        );
-    }
-    trained.sort_by_key(|(place, _, _)| *place);
+    let trained = ladder.rows.finish()?;
     let mut others = Vec::new();
-    for (_, row, rows_stage) in trained {
+    for (row, rows_stage) in trained {
         stage.append_rows_of(rows_stage);
         others.push(row);
     }
@@ -188,6 +101,11 @@ pub fn run_stage(
             false => others.next(),
         }
         .expect("one row per configuration");
+        if config.name != Config::lecture().name {
+            // The lines the row's loop prints on its own (see Beside's `work`).
+            println!("{}: {} parameters", config.name, row.params);
+            print_every_10k(&row.losses);
+        }
         let params = row.params;
         stage.target(Target::string(
             &format!("{}: parameters", config.name),
