@@ -5,7 +5,7 @@
 //! thousand give the same probabilities as logits near zero instead of `inf/inf`.
 
 use crate::elementwise::{fill_in_pieces, parallel_fill, threads_for};
-use crate::numeric::{exp_shifted_into, SimdPath};
+use crate::numeric::{exp_shifted_into, max_blocked, sum_f64_blocked, SimdPath};
 use crate::shape::axis_index;
 use crate::Tensor;
 
@@ -115,9 +115,9 @@ impl Tensor {
             let mut exps = vec![0f32; classes];
             for (i, log_prob) in piece.iter_mut().enumerate() {
                 let row = &values[(start + i) * classes..][..classes];
-                let max = lane_max(row);
+                let max = max_blocked(row, path);
                 exp_shifted_into(row, max, &mut exps, path);
-                let sum: f64 = exps.iter().map(|&e| e as f64).sum();
+                let sum = sum_f64_blocked(&exps, path);
                 *log_prob = row[targets[start + i]] - max - (sum as f32).ln();
             }
         });
@@ -145,17 +145,17 @@ impl Tensor {
                 for (r, y) in piece.chunks_mut(classes).enumerate() {
                     let row = start / classes + r;
                     let x = &values[row * classes..][..classes];
-                    let max = lane_max(x);
+                    let max = max_blocked(x, path);
                     exp_shifted_into(x, max, y, path);
-                    let sum: f64 = y.iter().map(|&e| e as f64).sum();
-                    let inverse = (1.0 / sum) as f32;
+                    let inverse = (1.0 / sum_f64_blocked(y, path)) as f32;
+                    let target = targets[row];
+                    let at_target = y[target] * inverse - 1.0;
+                    // `(e · 1/sum − [c = target]) / N · scale`, each step
+                    // rounded as the op-by-op backward rounds it, in one pass.
                     for y in y.iter_mut() {
-                        *y *= inverse;
+                        *y = *y * inverse / n * scale;
                     }
-                    y[targets[row]] -= 1.0;
-                    for y in y.iter_mut() {
-                        *y = *y / n * scale;
-                    }
+                    y[target] = at_target / n * scale;
                 }
             });
         }
