@@ -15,6 +15,21 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+/// One row of a ladder, trained and evaluated: what its table and its
+/// targets need.
+pub struct Row {
+    /// The model's parameter count.
+    pub params: usize,
+    /// Every step's minibatch loss.
+    pub losses: Vec<f32>,
+    /// The loss on the whole train split, in eval mode.
+    pub train: f64,
+    /// The loss on the whole val split, in eval mode.
+    pub val: f64,
+    /// The training loop's milliseconds per step.
+    pub ms_per_step: f64,
+}
+
 /// How a row is trained: its place in the log, and the stage it reports to.
 type TrainRow<T> = dyn Fn(usize, &mut Stage) -> Result<T, String> + Send + Sync;
 

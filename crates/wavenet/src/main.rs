@@ -74,7 +74,7 @@ fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
     let ladder = args.ladder.then(|| stages::performance_log::start(&run));
     let (trained, losses) =
         stages::hierarchical::run_stage(&mut run, &splits, steps, (reference, torch))?;
-    let lecture_row = stages::performance_log::Row::of(&trained, losses);
+    let lecture_row = stages::performance_log::row_of(&trained, losses);
     stages::shapes::run_stage(&mut run, &splits, trained)?;
     if let Some(ladder) = ladder {
         stages::performance_log::run_stage(&mut run, &fixture, gates, ladder, lecture_row)?;

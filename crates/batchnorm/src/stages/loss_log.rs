@@ -7,7 +7,7 @@
 
 use super::mlp::torch_row;
 use super::{exact_list, gate_full, num, FULL_FIXTURE, SEED, TORCH_TOL};
-use batchnorm::beside::Beside;
+use batchnorm::beside::{Beside, Row};
 use batchnorm::mlp::{LossLogRow, Mlp};
 use batchnorm::train::{mlp_split_losses, train_mlp};
 use batchnorm::{every_10k, print_every_10k};
@@ -23,16 +23,6 @@ use tensor::rng::TorchGenerator;
 /// 2.12763, val 2.16453 against 2.17018; the gap, 0.0058, rounded up. The next
 /// row is 0.05 away.
 const ORIGINAL_TORCH_TOL: f64 = 0.01;
-
-/// One row of the loss log, trained and evaluated.
-pub struct Row {
-    pub params: usize,
-    /// Every step's minibatch loss.
-    pub losses: Vec<f32>,
-    pub train: f64,
-    pub val: f64,
-    pub ms_per_step: f64,
-}
 
 /// The rows other than model A, training beside the lecture's stages.
 pub struct Ladder {

@@ -2,6 +2,7 @@
 //! 200,000 steps (cells 6, 7 and 10).
 
 use super::{exact, exact_list, gate_full, loss_log, num, FULL_FIXTURE, TORCH_TOL};
+use batchnorm::beside::Row;
 use batchnorm::every_10k;
 use batchnorm::mlp::{LossLogRow, Mlp};
 use batchnorm::train::{mlp_split_losses, train_mlp};
@@ -33,12 +34,7 @@ pub fn torch_row(full: &Value, row: LossLogRow) -> &Value {
 
 /// Trains the MLP with batch norm and checks its losses; returns it as the
 /// loss log's last row.
-pub fn run_stage(
-    run: &mut Run,
-    splits: &Splits,
-    fx: &Value,
-    gates: bool,
-) -> Result<loss_log::Row, String> {
+pub fn run_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Result<Row, String> {
     let quick = run.quick();
     let steps = loss_log::steps(run);
     let full = steps == 200_000;
@@ -117,7 +113,7 @@ pub fn run_stage(
             train,
         ));
     }
-    Ok(loss_log::Row {
+    Ok(Row {
         params: model.params.count(),
         losses: trained.losses,
         train,

@@ -8,7 +8,7 @@
 use super::{
     evaluate, fixture_row, steps, torch_prints, BUG_ROW_TORCH_TOL, FULL_FIXTURE, STEPS, TORCH_TOL,
 };
-use batchnorm::beside::Beside;
+use batchnorm::beside::{Beside, Row};
 use batchnorm::{every_10k, print_every_10k};
 use data::makemore::Splits;
 use report::{Run, Stage, Target};
@@ -16,26 +16,14 @@ use serde_json::Value;
 use wavenet::train::train;
 use wavenet::Config;
 
-/// One row of the performance log, trained and evaluated.
-pub struct Row {
-    pub params: usize,
-    /// Every step's minibatch loss.
-    pub losses: Vec<f32>,
-    pub train: f64,
-    pub val: f64,
-    pub ms_per_step: f64,
-}
-
-impl Row {
-    /// The row of a model trained elsewhere (the lecture's own run).
-    pub fn of(trained: &wavenet::train::Trained, (train, val): (f64, f64)) -> Row {
-        Row {
-            params: trained.net.params.count(),
-            losses: trained.losses.clone(),
-            train,
-            val,
-            ms_per_step: trained.ms_per_step,
-        }
+/// The row of a model trained elsewhere (the lecture's own run).
+pub fn row_of(trained: &wavenet::train::Trained, (train, val): (f64, f64)) -> Row {
+    Row {
+        params: trained.net.params.count(),
+        losses: trained.losses.clone(),
+        train,
+        val,
+        ms_per_step: trained.ms_per_step,
     }
 }
 
@@ -50,7 +38,7 @@ fn train_row(config: Config, seed: u64, steps: usize, stage: &mut Stage) -> Resu
     let splits = Splits::load(config.block_size).map_err(|e| e.to_string())?;
     let mut trained = train(config, seed, &splits.train, steps, stage, config.name)?;
     let (train, val) = evaluate(&mut trained.net, &splits);
-    Ok(Row::of(&trained, (train, val)))
+    Ok(row_of(&trained, (train, val)))
 }
 
 /// Starts the rows other than the lecture's model beside it (see
