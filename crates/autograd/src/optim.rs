@@ -181,15 +181,15 @@ pub fn clip_grad_norm(params: &mut Params, max_norm: f32) -> f32 {
 }
 
 fn clip(params: &mut Params, max_norm: f32) -> f32 {
-    let square = |&x: &f32| (x as f64) * (x as f64);
+    // Each gradient's Σ g² in f64 (blocked and across threads, the same bits
+    // on any thread count: `tensor::sum_of_squares`), added in order.
     let total: f64 = params
         .iter()
         .filter_map(|(_, p)| p.grad.as_ref())
         .map(|g| match g.array().as_slice() {
-            // Row-major, as `Params::accumulate` keeps gradients: the same
-            // order as the view's, without ndarray's per-element stepping.
-            Some(values) => values.iter().map(square).sum::<f64>(),
-            None => g.view().iter().map(square).sum::<f64>(),
+            // Row-major, as `Params::accumulate` keeps gradients.
+            Some(values) => tensor::sum_of_squares(values),
+            None => tensor::sum_of_squares(&g.to_vec()),
         })
         .sum();
     let total = total.sqrt() as f32;
@@ -197,7 +197,11 @@ fn clip(params: &mut Params, max_norm: f32) -> f32 {
     if coef < 1.0 {
         for (_, p) in params.iter_mut() {
             if let Some(g) = &mut p.grad {
-                g.view_mut().mapv_inplace(|x| x * coef); // `grads.mul_(coef)`
+                let mut view = g.view_mut();
+                match view.as_slice_mut() {
+                    Some(values) => tensor::scale_in_place(values, coef), // `grads.mul_(coef)`
+                    None => view.mapv_inplace(|x| x * coef),
+                }
             }
         }
     }

@@ -27,7 +27,9 @@ mod shape;
 pub mod small_matmul;
 
 pub use broadcast::{broadcast_shapes, ShapeError};
-pub use elementwise::{non_finite_kind, parallel_fill, parallel_update};
+pub use elementwise::{
+    non_finite_kind, parallel_fill, parallel_update, scale_in_place, sum_of_squares,
+};
 pub use matmul::{check_threads_env, max_threads, set_max_threads, threads_from_env};
 pub use nn::{KeepMask, LayerNormStats};
 pub use numeric::{

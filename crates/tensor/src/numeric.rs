@@ -197,6 +197,32 @@ lane_kernel!(
     }
 );
 
+lane_kernel!(
+    /// `Σ x²` in f64 (each square exact in f64), in [`sum_f64_blocked`]'s
+    /// order: [`BLOCK`] interleaved partial sums added in halves.
+    sum_squares_f64_blocked(xs: &[f32]) -> f64 {
+        let mut acc = [0f64; BLOCK];
+        let chunks = xs.chunks_exact(BLOCK);
+        let rest = chunks.remainder();
+        for chunk in chunks {
+            for (a, &x) in acc.iter_mut().zip(chunk) {
+                *a += x as f64 * x as f64;
+            }
+        }
+        for (a, &x) in acc.iter_mut().zip(rest) {
+            *a += x as f64 * x as f64;
+        }
+        let mut width = BLOCK / 2;
+        while width > 0 {
+            for k in 0..width {
+                acc[k] += acc[k + width];
+            }
+            width /= 2;
+        }
+        acc[0]
+    }
+);
+
 /// Defines `$name(src, dst, path)`: `dst[i] = $body` with `$x = src[i]`, a
 /// [`lane_kernel!`] over one slice.
 macro_rules! slice_kernel {
