@@ -8,6 +8,9 @@
 //! `--flash` for nanoGPT's fused attention (stage `cpu`).
 //! The last line, `bench-row …`, is for `cargo xtask bench`'s table.
 //! With `ZTH_PROFILE=1` it also prints the time per op kind over the timed steps.
+//! It then times the step's matrix products alone, each at its own shape
+//! (forward and backward, as `gemm` runs them in `tensor::matmul`): the
+//! step's time at this machine's product rate for these small shapes.
 
 use gpt::{Config, Shakespeare, Split, Stage, Trainer};
 use std::time::Instant;
@@ -56,6 +59,7 @@ fn main() {
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
+    let products = products_alone_ms(&trainer.cfg);
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     println!(
         "rust {} step: median {median:.2} ms, mean {mean:.2} ms over {steps} steps, {:.1} GFLOP/s, peak RSS {:.0} MiB, threads {}",
@@ -64,6 +68,11 @@ fn main() {
         report::peak_rss_mib().unwrap_or(f64::NAN),
         std::env::var("ZTH_THREADS").unwrap_or_else(|_| "all cores".into())
     );
+    println!(
+        "rust {} step's products alone, at their own shapes: {products:.2} ms, {:.0}% of the step",
+        stage.name(),
+        100.0 * products / median
+    );
     // For `cargo xtask bench`'s table.
     println!(
         "bench-row gpt-{}-step ms={median} gflop={} rss_mib={}",
@@ -71,4 +80,46 @@ fn main() {
         flops / 1e9,
         report::peak_rss_mib().unwrap_or(f64::NAN)
     );
+}
+
+/// The milliseconds of one step's matrix products, each timed alone at its
+/// shape (the median of 5 runs): per layer q·k·v, the attention's two batched
+/// products, the projection and the MLP's two; then the head. Each forward
+/// `[M,K]·[K,N]` has two backward products, `[M,N]·[N,K]` and `[K,M]·[M,N]`,
+/// and each batched one its two as well.
+fn products_alone_ms(cfg: &gpt::Config) -> f64 {
+    let (b, t) = (cfg.train.batch_size, cfg.model.block_size());
+    let (l, h, c) = match &cfg.model {
+        gpt::ModelConfig::Video(m) => (m.n_layer, m.n_head, m.n_embd),
+        gpt::ModelConfig::Gpt(m) => (m.n_layer, m.n_head, m.n_embd),
+        gpt::ModelConfig::Bigram { .. } => return 0.0,
+    };
+    let (m, hs, v) = (b * t, c / h, cfg.model.vocab_size());
+    // (batch, M, K, N) of every forward product.
+    let mut forward = Vec::new();
+    for _ in 0..l {
+        forward.extend([(1, m, c, 3 * c), (b * h, t, hs, t), (b * h, t, t, hs)]);
+        forward.extend([(1, m, c, c), (1, m, c, 4 * c), (1, m, 4 * c, c)]);
+    }
+    forward.push((1, m, c, v));
+    let mut all = Vec::new();
+    for &(n, mm, k, nn) in &forward {
+        all.extend([(n, mm, k, nn), (n, mm, nn, k), (n, k, mm, nn)]);
+    }
+    let mut g = tensor::rng::TorchGenerator::manual_seed(1);
+    let mut total = 0.0;
+    for (n, mm, k, nn) in all {
+        let (a, bm) = (g.randn(&[n, mm, k]), g.randn(&[n, k, nn]));
+        let mut runs: Vec<f64> = (0..6)
+            .map(|_| {
+                let t0 = Instant::now();
+                std::hint::black_box(a.matmul(&bm));
+                t0.elapsed().as_secs_f64() * 1000.0
+            })
+            .skip(1)
+            .collect();
+        runs.sort_by(f64::total_cmp);
+        total += runs[runs.len() / 2];
+    }
+    total
 }
