@@ -15,8 +15,10 @@
 //! cargo xtask grade --self-test [N …]  the round trip: reference, planted bug, blanks
 //! ```
 //!
-//! The alias in `.cargo/config.toml` builds this crate in debug, which is fine
-//! for a task runner; anything that trains is spawned as `cargo run --release`.
+//! The alias in `.cargo/config.toml` builds this crate in release, so that the
+//! crates it shares with the lectures (`data`, `tensor`, …) are built once for
+//! both (`crates/workspace-hack` gives them the same features); anything that
+//! trains is spawned as `cargo run --release`.
 
 mod assign;
 mod bench;
