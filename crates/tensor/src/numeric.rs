@@ -167,59 +167,46 @@ lane_kernel!(
     }
 );
 
+/// `Σ term(x)` over `xs` in f64, in [`BLOCK`] interleaved partial sums
+/// (element `i` goes to sum `i mod BLOCK`) that are then added in halves: a
+/// fixed order, so the same bits on every path and thread count.
+#[inline(always)]
+fn blocked_sum(xs: &[f32], term: impl Fn(f32) -> f64) -> f64 {
+    let mut acc = [0f64; BLOCK];
+    let chunks = xs.chunks_exact(BLOCK);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (a, &x) in acc.iter_mut().zip(chunk) {
+            *a += term(x);
+        }
+    }
+    for (a, &x) in acc.iter_mut().zip(rest) {
+        *a += term(x);
+    }
+    let mut width = BLOCK / 2;
+    while width > 0 {
+        for k in 0..width {
+            acc[k] += acc[k + width];
+        }
+        width /= 2;
+    }
+    acc[0]
+}
+
 lane_kernel!(
-    /// `Σ xs` in f64, in [`BLOCK`] interleaved partial sums (element `i` goes
-    /// to sum `i mod BLOCK`) that are then added in halves: a fixed order, so
-    /// the same bits on every path and thread count. Against the in-order f64
+    /// `Σ xs` in f64, in [`blocked_sum`]'s order. Against the in-order f64
     /// sum, the two differ by at most `n·2⁻⁵²` of the sum of magnitudes, far
     /// under an f32 ulp (`2⁻²⁴`) for any row a model has; the in-order sum is
     /// one chain of dependent adds (67 µs for a 50,304-class row).
     sum_f64_blocked(xs: &[f32]) -> f64 {
-        let mut acc = [0f64; BLOCK];
-        let chunks = xs.chunks_exact(BLOCK);
-        let rest = chunks.remainder();
-        for chunk in chunks {
-            for (a, &x) in acc.iter_mut().zip(chunk) {
-                *a += x as f64;
-            }
-        }
-        for (a, &x) in acc.iter_mut().zip(rest) {
-            *a += x as f64;
-        }
-        let mut width = BLOCK / 2;
-        while width > 0 {
-            for k in 0..width {
-                acc[k] += acc[k + width];
-            }
-            width /= 2;
-        }
-        acc[0]
+        blocked_sum(xs, |x| x as f64)
     }
 );
 
 lane_kernel!(
-    /// `Σ x²` in f64 (each square exact in f64), in [`sum_f64_blocked`]'s
-    /// order: [`BLOCK`] interleaved partial sums added in halves.
+    /// `Σ x²` in f64 (each square exact in f64), in [`blocked_sum`]'s order.
     sum_squares_f64_blocked(xs: &[f32]) -> f64 {
-        let mut acc = [0f64; BLOCK];
-        let chunks = xs.chunks_exact(BLOCK);
-        let rest = chunks.remainder();
-        for chunk in chunks {
-            for (a, &x) in acc.iter_mut().zip(chunk) {
-                *a += x as f64 * x as f64;
-            }
-        }
-        for (a, &x) in acc.iter_mut().zip(rest) {
-            *a += x as f64 * x as f64;
-        }
-        let mut width = BLOCK / 2;
-        while width > 0 {
-            for k in 0..width {
-                acc[k] += acc[k + width];
-            }
-            width /= 2;
-        }
-        acc[0]
+        blocked_sum(xs, |x| x as f64 * x as f64)
     }
 );
 
