@@ -9,7 +9,7 @@ use super::mlp::torch_row;
 use super::{exact_list, gate_full, num, FULL_FIXTURE, SEED, TORCH_TOL};
 use batchnorm::beside::{Beside, Row};
 use batchnorm::mlp::{LossLogRow, Mlp};
-use batchnorm::train::{mlp_split_losses, train_mlp};
+use batchnorm::train::{mlp_split_losses, train_mlp, Losses};
 use batchnorm::{every_10k, print_every_10k};
 use data::makemore::Splits;
 use report::{Run, Stage, Target};
@@ -49,13 +49,19 @@ fn train_row(
     let label = row.label();
     let trained = train_mlp(&mut model, &mut g, &splits.train, steps, stage, label)?;
     let (train, val) = mlp_split_losses(&mut model, splits);
-    Ok(Row {
+    Ok(row_of(&model, trained, (train, val)))
+}
+
+/// The loss log's row of a trained model: its parameters, its loop's losses
+/// and timing, and its train and val losses.
+pub fn row_of(model: &Mlp, trained: Losses, (train, val): (f64, f64)) -> Row {
+    Row {
         params: model.params.count(),
         losses: trained.losses,
         train,
         val,
         ms_per_step: trained.ms_per_step,
-    })
+    }
 }
 
 /// Starts the loss log's rows other than the last, model A, which the first

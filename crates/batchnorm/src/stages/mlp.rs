@@ -113,11 +113,5 @@ pub fn run_stage(run: &mut Run, splits: &Splits, fx: &Value, gates: bool) -> Res
             train,
         ));
     }
-    Ok(Row {
-        params: model.params.count(),
-        losses: trained.losses,
-        train,
-        val,
-        ms_per_step: trained.ms_per_step,
-    })
+    Ok(loss_log::row_of(&model, trained, (train, val)))
 }
