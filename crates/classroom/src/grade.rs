@@ -1077,6 +1077,8 @@ impl Runner<'_> {
             }
             if started.elapsed() > limit {
                 // The whole group: a test's own children go too.
+                // SAFETY: kill takes no pointers; the child, not yet reaped, leads
+                // its own group (process_group(0) above), so -pid names that group.
                 unsafe {
                     libc::kill(-(child.id() as i32), libc::SIGKILL);
                 }
@@ -1086,6 +1088,8 @@ impl Runner<'_> {
             std::thread::sleep(Duration::from_millis(10));
         };
         // Whatever the test started and left running goes too.
+        // SAFETY: kill takes no pointers; the group's id (the child's pid) is
+        // not reused while any process the test left in it still runs.
         unsafe {
             libc::kill(-(child.id() as i32), libc::SIGKILL);
         }

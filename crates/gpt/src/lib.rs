@@ -74,6 +74,7 @@ mod tests {
     fn option_15_is_mimallocs_purge_delay() {
         // mimalloc v3's options.c: `{ 1000, ..., MI_OPTION_LEGACY(purge_delay,reset_delay) }`,
         // the only option whose default is 1000.
+        // SAFETY: mi_option_get only reads an option's value; 15 is a valid option.
         let get = || unsafe { libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
         assert_eq!(get(), 1000);
         super::keep_freed_memory();

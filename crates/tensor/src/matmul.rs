@@ -424,6 +424,7 @@ mod tests {
                 let mut c = vec![MaybeUninit::new(f32::NAN); m * n];
                 product(&a2, &b2, &mut c, threads);
                 c.iter()
+                    // SAFETY: `c` was filled with NaN above, so every element is initialized.
                     .map(|x| unsafe { x.assume_init() })
                     .collect::<Vec<f32>>()
             };

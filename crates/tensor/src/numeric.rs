@@ -113,11 +113,19 @@ macro_rules! lane_kernel {
         pub fn $name($($arg: $ty,)* path: SimdPath) -> $ret {
             #[inline(always)]
             fn each($($arg: $ty),*) -> $ret $body
+            /// `each` compiled for AVX2.
+            ///
+            /// # Safety
+            /// The CPU must support AVX2: the `match` below checks it before the call.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2")]
             fn avx2($($arg: $ty),*) -> $ret {
                 each($($arg),*)
             }
+            /// `each` compiled for AVX-512F.
+            ///
+            /// # Safety
+            /// The CPU must support AVX-512F: the `match` below checks it before the call.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f")]
             fn avx512($($arg: $ty),*) -> $ret {
@@ -472,6 +480,9 @@ fn tanh_slice(src: &[f32], dst: &mut [f32]) {
 
 /// The same loop compiled for AVX2, four f64 lanes at a time. No `mul_add` is
 /// involved, so the results are the same bits as the plain loop's.
+///
+/// # Safety
+/// The CPU must support AVX2 (the caller checks with `is_x86_feature_detected!`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn tanh_slice_avx2(src: &[f32], dst: &mut [f32]) {

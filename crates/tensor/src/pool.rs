@@ -186,6 +186,8 @@ impl<T> SharedMut<T> {
 }
 // SAFETY: users hand each piece a disjoint part of the buffer.
 unsafe impl<T: Send> Send for SharedMut<T> {}
+// SAFETY: a shared `SharedMut` only hands out copies of the pointer, and each
+// piece writes its own part through it, as for `Send`.
 unsafe impl<T: Send> Sync for SharedMut<T> {}
 
 #[cfg(test)]

@@ -192,6 +192,8 @@ unsafe fn rows_avx2_fma(x: &Operands) {
     let mut first = 0;
     while first < x.m {
         // Past the last row, the block repeats it and does not write it.
+        // SAFETY: the start of row min(first + r, M - 1) of a, an element of the
+        // view, so the offset stays inside a's allocation.
         let a_rows: [*const f32; BLOCK] = std::array::from_fn(|r| unsafe {
             x.a.offset((first + r).min(x.m - 1) as isize * a_rs)
         });
@@ -248,10 +250,12 @@ unsafe fn rows<const FUSED: bool>(x: &Operands) {
         // Past the last row, the block repeats it and does not write it.
         let row = |r: usize| (first + r).min(x.m - 1) as isize;
         for p in 0..x.k {
-            // SAFETY: row p of b and element (row, p) of a are inside the views.
+            // SAFETY: p < K and b's rows are contiguous (eligible), so row p of b
+            // is N elements of the view, which nothing writes.
             let b_row =
                 unsafe { std::slice::from_raw_parts(x.b.offset(p as isize * x.b_row_stride), n) };
             for (r, sums) in acc.iter_mut().enumerate() {
+                // SAFETY: row(r) < M and p < K, so this is element (row(r), p) of a.
                 let a_ip = unsafe { *x.a.offset(row(r) * a_rs + p as isize * a_cs) };
                 for (sum, &b_pj) in sums[..n].iter_mut().zip(b_row) {
                     *sum = if FUSED {

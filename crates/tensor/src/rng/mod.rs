@@ -502,6 +502,9 @@ fn box_muller_16(data: &mut [f32], mean: f32, std: f32) {
 /// The same code compiled with FMA instructions: each `mul_add` becomes one
 /// `vfmadd` instead of a call to libm's `fmaf`, about five times faster. The
 /// results are the same bits, since `mul_add` always rounds once.
+///
+/// # Safety
+/// The CPU must support FMA (the caller checks with `is_x86_feature_detected!`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
 unsafe fn box_muller_16_fma(data: &mut [f32], mean: f32, std: f32) {
