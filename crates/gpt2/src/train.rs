@@ -18,8 +18,9 @@
 //!
 //! Each is checked against PyTorch running the commits' code on CPU with the
 //! small batch (`tests/fixtures/train_stages.py`). The video's B=16, T=1024
-//! and 524,288 tokens per step would take over an hour a step on 2 cores;
-//! TF32, bf16 autocast and `torch.compile` exist only on a GPU.
+//! and 524,288 tokens per step would take over an hour a step on 2 cores.
+//! The stages leave out TF32 (a GPU's number format), bfloat16 autocast and
+//! `torch.compile`, which work on a CPU too; the references ran in float32.
 
 use crate::ddp::{average, average_gradients, Collective, SingleProcess};
 use crate::model::{Gpt, GptConfig, InitScheme};
