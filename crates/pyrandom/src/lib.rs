@@ -9,10 +9,12 @@
 //!
 //! The crate is dependency-free so that `micrograd` can use it without tensors.
 //! [`Mt19937`] is public because PyTorch's CPU generator is the same twister
-//! seeded differently (`tensor::rng::TorchGenerator` builds on it).
+//! seeded differently (`tensor::rng::TorchGenerator` builds on it), and so is
+//! numpy's legacy `RandomState` ([`numpy`]), which min-char-rnn.py draws from.
 #![deny(missing_docs)]
 
 mod mt19937;
+pub mod numpy;
 
 pub use mt19937::Mt19937;
 
