@@ -51,7 +51,7 @@ enum Cmd {
     Assign {
         #[command(flatten)]
         lecture: LectureArgs,
-        #[arg(long)]
+        #[arg(long, alias = "out-dir", alias = "out_dir")]
         out: PathBuf,
         /// Only these regions (ids or names, comma-separated).
         #[arg(long, value_delimiter = ',')]

@@ -867,8 +867,8 @@ pub struct PrepareArgs {
     /// The JSON field holding each document.
     #[arg(long, default_value = "text")]
     field: String,
-    /// Folder for the shards.
-    #[arg(long)]
+    /// Folder for the shards (`--out-dir` too, as `gpt prepare` spells it).
+    #[arg(long, alias = "out-dir", alias = "out_dir")]
     out: PathBuf,
     /// Tokens per shard (fineweb.py: 100,000,000).
     #[arg(long, default_value_t = 100_000_000)]

@@ -41,6 +41,33 @@ fn prepare_writes_shakespeare_prepare_pys_files() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
+/// `gpt2 prepare` takes its folder as `--out` or as `--out-dir`, as `gpt prepare` does.
+#[test]
+fn prepare_takes_its_folder_in_either_spelling() {
+    for flag in ["--out", "--out-dir"] {
+        let out = temp_dir(&format!("spelling{flag}"));
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_gpt2"))
+            .args(["prepare", "--format", "nanogpt", "--input"])
+            .arg(own_text())
+            .arg(flag)
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{flag}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let ours = std::fs::read(out.join("train.bin")).unwrap();
+        let theirs = std::fs::read(fixtures().join("nanogpt_bpe/train.bin")).unwrap();
+        assert!(
+            ours == theirs,
+            "{flag}: train.bin differs from prepare.py's"
+        );
+        std::fs::remove_dir_all(out).unwrap();
+    }
+}
+
 #[test]
 fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
     let fx = fixture();

@@ -103,7 +103,7 @@ pub struct SampleCommand {
     pub checkpoint: Option<PathBuf>,
     /// The out dir of `gpt train`: nanoGPT's sample.py, with its defaults
     /// (10 samples of 500 characters, temperature 0.8, top-k 200).
-    #[arg(long = "out-dir", alias = "out_dir")]
+    #[arg(long = "out-dir", alias = "out_dir", alias = "out")]
     pub out_dir: Option<PathBuf>,
     /// How many characters to generate (--checkpoint; default 500).
     #[arg(long, conflicts_with = "out_dir")]

@@ -42,7 +42,12 @@ pub struct TrainArgs {
     #[arg(long, alias = "dataset")]
     pub data: PathBuf,
     /// Where ckpt.safetensors, report.json, loss.csv and the plots go.
-    #[arg(long = "out-dir", alias = "out_dir", default_value = "out")]
+    #[arg(
+        long = "out-dir",
+        alias = "out_dir",
+        alias = "out",
+        default_value = "out"
+    )]
     pub out_dir: PathBuf,
     /// Evaluate (and maybe checkpoint) every N iterations.
     #[arg(long = "eval-interval", alias = "eval_interval", default_value_t = 250)]
