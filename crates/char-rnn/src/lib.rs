@@ -15,10 +15,16 @@
 //! thread with its SIMD dispatch off), for 2,000 iterations on
 //! tinyshakespeare.txt and on a text in five scripts with emoji: the initial
 //! weights bit for bit, every printed line equal (losses to their 6 printed
-//! decimals, every sample), and every iteration's loss within 1e-9 of numpy's
-//! in full precision (`tests/min.rs`). That takes numpy's order of addition
-//! too: its pairwise `sum`, and OpenBLAS's `dgemv` kernels ([`blas`]).
+//! decimals, every sample), and every iteration's loss equal to numpy's in
+//! full precision (`tests/min.rs`). That takes numpy's order of addition too:
+//! its pairwise `sum`, and OpenBLAS's `dgemv` kernels ([`blas`]).
+//!
+//!
+//! - [`loader`] and [`model`]: char-rnn's `CharSplitLMMinibatchLoader` and its
+//!   `LSTM.lua`, `GRU.lua` and `RNN.lua` (karpathy/char-rnn at 6f9487a).
 #![deny(missing_docs)]
 
 pub mod blas;
+pub mod loader;
 pub mod min;
+pub mod model;
