@@ -1,13 +1,20 @@
-//! `char-rnn min --input FILE [--seed S] [--max-iters N]`: min-char-rnn.py.
+//! `char-rnn min | train | sample`: min-char-rnn.py, and char-rnn's `train.lua`
+//! and `sample.lua` with their flags in either spelling (`-rnn_size 128` or
+//! `--rnn-size 128`).
 //!
-//! Prints exactly the gist's lines: `data has … characters, … unique.`, then
-//! every 100 iterations a 200-character sample between `----` lines and
-//! `iter N, loss: L`.
+//! `min` prints exactly the gist's lines: `data has … characters, … unique.`,
+//! then every 100 iterations a 200-character sample between `----` lines and
+//! `iter N, loss: L`. `train` prints train.lua's lines and writes its
+//! checkpoints; `sample` writes sample.lua's bytes to stdout.
 
-use char_rnn::min;
+use char_rnn::{flags, min, sample, train};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+// Every step allocates and frees the same activations; mimalloc keeps them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// char-rnn: character-level language models on any text.
 #[derive(Parser)]
@@ -21,6 +28,10 @@ struct Cli {
 enum Command {
     /// min-char-rnn.py: a vanilla RNN in float64 with Adagrad, as Karpathy's gist.
     Min(MinArgs),
+    /// train.lua: a multi-layer LSTM, GRU or RNN on data_dir/input.txt.
+    Train(train::Options),
+    /// sample.lua: bytes from a checkpoint of `train`.
+    Sample(sample::SampleOptions),
 }
 
 #[derive(clap::Args)]
@@ -46,9 +57,20 @@ struct MinArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    report::main_with(Ok(()), 1, || match cli.command {
+    let cli = Cli::parse_from(flags::normalize(std::env::args()));
+    report::main_with(tensor::check_threads_env(), 1, || match cli.command {
         Command::Min(args) => run_min(args),
+        Command::Train(opt) => {
+            let mut out = std::io::stdout().lock();
+            let mut trainer = train::Trainer::new(opt, &mut out)?;
+            train::run(&mut trainer, &mut out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sample(opt) => {
+            let mut out = std::io::stdout().lock();
+            sample::sample(&opt, &mut out, &mut std::io::stderr())?;
+            Ok(ExitCode::SUCCESS)
+        }
     })
 }
 
