@@ -39,7 +39,7 @@ pub struct Args {
     krate: Option<String>,
     /// Only the table's groups whose name contains one of these words
     /// (comma-separated: matmul, gpt-cpu, gpt-full, gpt2-train, gpt2-inference, bigram, wavenet,
-    /// makemore, or one type: makemore-transformer).
+    /// char-rnn, makemore, or one type: makemore-transformer).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Run every group this many times, ours and PyTorch's alternating; the
@@ -133,6 +133,15 @@ const GROUPS: &[Group] = &[
         script: "wavenet_step_torch.py",
         script_args: &[],
         threads: &[0],
+    },
+    Group {
+        name: "char-rnn",
+        krate: "char-rnn",
+        bench: "iteration",
+        bench_args: &[],
+        script: "iteration_torch.py",
+        script_args: &[],
+        threads: &[1, 0],
     },
     Group {
         name: "makemore-bigram",
@@ -299,6 +308,12 @@ const ROWS: &[Row] = &[
     Row {
         name: "makemore-lstm",
         workload: "makemore --type lstm step",
+        goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "char-rnn-lstm",
+        workload: "char-rnn train iteration (LSTM 2×128, B50 T50)",
         goal: Some(0.5),
         memory_goal: None,
     },
