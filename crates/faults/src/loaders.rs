@@ -2,7 +2,8 @@
 //! GPT checkpoints of lectures 7 and 9, OpenAI's weights in safetensors,
 //! llm.c's model and tokenizer files, token shards, the tokenizer files of
 //! lecture 8, the run reports, makemore's files, nanoGPT's prepared
-//! folder (`meta.pkl`, headerless `.bin`) and `gpt train`'s checkpoint. Not here: HellaSwag's `.jsonl` (a free
+//! folder (`meta.pkl`, headerless `.bin`), `gpt train`'s checkpoint and
+//! `char-rnn train`'s. Not here: HellaSwag's `.jsonl` (a free
 //! text format, with its own tests in `gpt2`), Hugging Face's `config.json`
 //! (only ever beside the weights, undamaged) and `cl100k_base.tiktoken`
 //! (the same parser as `r50k_base`).
@@ -35,6 +36,7 @@ pub fn all(data: Option<&Path>) -> Result<Vec<Loader>, String> {
         nanogpt_meta()?,
         nanogpt_bin()?,
         nanogpt_checkpoint()?,
+        char_rnn_checkpoint()?,
     ];
     if let Some(dir) = data {
         loaders.push(dataset(dir)?);
@@ -657,5 +659,51 @@ fn nanogpt_checkpoint() -> Result<Loader, String> {
             ckpt.restore(&mut trainer)?;
             Ok(Loaded::Value)
         }),
+    })
+}
+
+/// `char-rnn train`'s checkpoint after two iterations of a tiny LSTM on a
+/// text beyond ASCII, with its validation loss.
+fn char_rnn_checkpoint() -> Result<Loader, String> {
+    use char_rnn::checkpoint::Checkpoint;
+    use char_rnn::loader::Split;
+    use char_rnn::train::{Options, Trainer};
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        opt: Options,
+    }
+    let dir = std::env::temp_dir().join(format!("faults-char-rnn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let text = "Über die Brücke, über das Feld 🙂\nΚαλημέρα, мир!\n".repeat(8);
+    std::fs::write(dir.join("input.txt"), text).map_err(|e| e.to_string())?;
+    let opt = Cli::try_parse_from([
+        "train",
+        &format!("--data-dir={}", dir.display()),
+        "--rnn-size=8",
+        "--batch-size=2",
+        "--seq-length=5",
+        "--train-frac=0.8",
+        "--val-frac=0.2",
+    ])
+    .map_err(|e| e.to_string())?
+    .opt;
+    let mut trainer = Trainer::new(opt, &mut std::io::sink())?;
+    trainer.step()?;
+    trainer.step()?;
+    let val_loss = trainer.eval_split(Split::Val)?;
+    let valid = trainer.checkpoint(val_loss).to_bytes()?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let vocab = trainer.loader.vocab.len();
+    let decoder = (format!("[{vocab},8]"), format!("[{vocab},7]"));
+    Ok(Loader {
+        name: "char-rnn checkpoint (char-rnn train)",
+        file_name: "lm_lstm_epoch0.05_3.0000.safetensors".into(),
+        special: safetensors_special(&valid, (&decoder.0, &decoder.1)),
+        valid,
+        companions: vec![],
+        protection: Protection::Checksum,
+        load: Box::new(|path| Checkpoint::load(path).map(|_| Loaded::Value)),
     })
 }
