@@ -66,15 +66,8 @@ pub fn generate(
                 *l /= opts.temperature;
             }
         }
-        if let Some(k) = opts.top_k.filter(|&k| k < v) {
-            let mut sorted = last.clone();
-            sorted.sort_by(|a, b| b.total_cmp(a));
-            let kth = sorted[k.max(1) - 1];
-            for l in &mut last {
-                if *l < kth {
-                    *l = f32::NEG_INFINITY;
-                }
-            }
+        if let Some(k) = opts.top_k {
+            crop_to_top_k(&mut last, v, k); // logits[logits < v[:, [-1]]] = -inf
         }
         let probs = Tensor::from_vec(last, &[1, v]).softmax(-1); // (1, V)
         let next = rng.multinomial(&probs, 1, false)[0]; // (1, 1)
@@ -83,3 +76,20 @@ pub fn generate(
     idx
 }
 // ANCHOR_END: generate
+
+/// nanoGPT's `v, _ = torch.topk(logits, min(top_k, V)); logits[logits < v[:, [-1]]] = -inf`
+/// on each row of `V` logits: every logit below the row's `k`-th largest
+/// becomes `-inf` (ties with it stay). `k` is taken in `1..=V`.
+pub fn crop_to_top_k(logits: &mut [f32], v: usize, k: usize) {
+    let k = k.clamp(1, v);
+    for row in logits.chunks_mut(v) {
+        let mut sorted = row.to_vec();
+        sorted.sort_unstable_by(|a, b| b.total_cmp(a));
+        let kth = sorted[k - 1];
+        for x in row.iter_mut() {
+            if *x < kth {
+                *x = f32::NEG_INFINITY;
+            }
+        }
+    }
+}

@@ -78,8 +78,7 @@ pub fn shard_bytes(format: ShardFormat, tokens: &[u16]) -> Vec<u8> {
         }
         ShardFormat::Nanogpt => Vec::new(),
     };
-    out.reserve(2 * tokens.len());
-    out.extend(tokens.iter().flat_map(|t| t.to_le_bytes()));
+    out.extend(gpt::nanogpt::prepare::uint16_bytes(tokens));
     out
 }
 
@@ -165,16 +164,7 @@ fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
 
 /// nanoGPT's headerless `.bin`: every byte pair a token, from byte 0.
 fn headerless_length(bytes: &[u8]) -> Result<(usize, usize), String> {
-    if bytes.is_empty() {
-        return Err("empty: it holds no tokens".into());
-    }
-    if !bytes.len().is_multiple_of(2) {
-        return Err(format!(
-            "{} bytes, an odd number: not a file of uint16 tokens",
-            bytes.len()
-        ));
-    }
-    Ok((0, bytes.len() / 2))
+    Ok((0, gpt::nanogpt::prepare::uint16_count(bytes)?))
 }
 
 /// How a data folder holds its tokens.

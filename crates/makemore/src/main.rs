@@ -75,12 +75,7 @@ struct Cli {
 }
 
 fn options(cli: Cli) -> Result<Options, String> {
-    if cli.device != "cpu" {
-        return Err(format!(
-            "--device {}: this build runs on the CPU only (no CUDA or MPS); use --device cpu",
-            cli.device
-        ));
-    }
+    report::check_device(&cli.device)?;
     let kind = ModelType::parse(&cli.kind).map_err(|e| format!("--type: {e}"))?;
     let top_k = match cli.top_k {
         -1 => None,

@@ -41,7 +41,7 @@ impl Sampler<'_> {
             let v = logits.shape()[2];
             let mut last = logits.narrow(1, t - 1, 1).reshape(&[rows, v]).to_vec(); // (rows, V)
             if let Some(k) = top_k {
-                crop_to_top_k(&mut last, v, k);
+                gpt::generate::crop_to_top_k(&mut last, v, k);
             }
             let probs = Tensor::from_vec(last, &[rows, v]).softmax(-1); // (rows, V)
             let next = rng.multinomial(&probs, 1, false); // (rows, 1)
@@ -52,21 +52,6 @@ impl Sampler<'_> {
         idx
     }
     // ANCHOR_END: generate
-}
-
-/// `logits[logits < v[:, [-1]]] = -inf` with `v` the `k` largest of each row.
-fn crop_to_top_k(logits: &mut [f32], v: usize, k: usize) {
-    let k = k.clamp(1, v);
-    for row in logits.chunks_mut(v) {
-        let mut sorted = row.to_vec();
-        sorted.sort_unstable_by(|a, b| b.total_cmp(a));
-        let kth = sorted[k - 1];
-        for x in row.iter_mut() {
-            if *x < kth {
-                *x = f32::NEG_INFINITY;
-            }
-        }
-    }
 }
 
 /// The samples of one `print_samples` call, grouped as it prints them.

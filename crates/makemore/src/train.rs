@@ -99,11 +99,11 @@ impl Trainer {
             n_head: cfg.n_head,
         };
         let need = estimated_step_bytes(cfg.kind, &config, cfg.batch_size);
-        if let Some(have) = available_memory() {
+        if let Some(have) = report::memory_total_bytes().map(|b| b as f64) {
             if need > have {
                 return Err(InputError(format!(
                     "its longest line has {} characters, so a {} step on a batch of {} would need \
-                     about {:.1} GiB and {:.1} GiB is available; split the long lines, or use a \
+                     about {:.1} GiB and this machine has {:.1} GiB; split the long lines, or use a \
                      smaller --batch-size or model",
                     config.block_size - 1,
                     cfg.kind,
@@ -264,14 +264,6 @@ pub fn estimated_step_bytes(kind: ModelType, c: &ModelConfig, batch: usize) -> f
         ),
     };
     4.0 * (4.0 * weights + b * t * (per_position + attention))
-}
-
-/// `MemAvailable` from `/proc/meminfo`, where there is one.
-fn available_memory() -> Option<f64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024.0)
 }
 
 /// A loss as Python's `repr(float)` prints it: the shortest digits that

@@ -71,6 +71,30 @@ pub fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// The machine's memory in bytes: `MemTotal` in `/proc/meminfo`; `None`
+/// where there is no such file (not Linux). The tools refuse flags whose run
+/// needs more than this before they allocate, since a failed allocation aborts
+/// the process. The rule is MemTotal, not MemAvailable, so that the same flags
+/// are refused or accepted on the same machine whatever else is running: what
+/// is free at the moment is the kernel's to manage.
+pub fn memory_total_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// `--device`, as nanoGPT's and makemore.py's flags take it: these tools run
+/// on the CPU only, so anything but `cpu` is refused by name.
+pub fn check_device(device: &str) -> Result<(), String> {
+    match device {
+        "cpu" => Ok(()),
+        other => Err(format!(
+            "--device {other}: this implementation runs on the CPU only (no CUDA or MPS); use --device cpu"
+        )),
+    }
+}
+
 /// A training binary's `main`, after the flags' types: a closed stdout ends
 /// it quietly ([`quiet_on_broken_pipe`]); a bad `ZTH_THREADS` (the result of
 /// `tensor::check_threads_env`, passed in) is an error with exit code 2

@@ -130,24 +130,33 @@ pub fn read_meta(bytes: &[u8], name: &str) -> Result<CharVocab, String> {
     Ok(CharVocab::from_chars(chars))
 }
 
-/// Little-endian uint16 bytes of `ids`, numpy's `tofile` on a uint16 array.
-pub fn uint16_bytes(ids: &[usize]) -> Vec<u8> {
+/// Little-endian uint16 bytes of `ids`, numpy's `tofile` on a uint16 array:
+/// nanoGPT's headerless `.bin` format, which `gpt2 prepare --format nanogpt`
+/// writes too.
+pub fn uint16_bytes<T: Copy + TryInto<u16>>(ids: &[T]) -> Vec<u8> {
     ids.iter()
-        .flat_map(|&i| (u16::try_from(i).expect("ids fit uint16")).to_le_bytes())
+        .flat_map(|&i| i.try_into().ok().expect("ids fit uint16").to_le_bytes())
         .collect()
+}
+
+/// The number of tokens in a headerless uint16 file: every byte pair a token,
+/// from byte 0, so an empty file or an odd length is refused.
+pub fn uint16_count(bytes: &[u8]) -> Result<usize, String> {
+    if bytes.is_empty() {
+        return Err("empty: it holds no tokens".into());
+    }
+    if !bytes.len().is_multiple_of(2) {
+        return Err(format!(
+            "{} bytes, an odd number: not a file of uint16 tokens",
+            bytes.len()
+        ));
+    }
+    Ok(bytes.len() / 2)
 }
 
 /// Ids from a headerless uint16 file, each checked against the vocabulary.
 pub fn read_uint16(bytes: &[u8], vocab_size: usize, name: &str) -> Result<Vec<usize>, String> {
-    if bytes.is_empty() {
-        return Err(format!("{name} is empty: it holds no tokens"));
-    }
-    if !bytes.len().is_multiple_of(2) {
-        return Err(format!(
-            "{name} has {} bytes, an odd number: not a file of uint16 ids",
-            bytes.len()
-        ));
-    }
+    uint16_count(bytes).map_err(|e| format!("{name}: {e}"))?;
     bytes
         .chunks_exact(2)
         .enumerate()

@@ -147,12 +147,7 @@ impl SampleCommand {
     /// Prints the samples: sample.py's, each followed by its dashes, or the
     /// lecture's one continuation of a newline.
     pub fn run(self) -> Result<(), String> {
-        if self.device != "cpu" {
-            return Err(format!(
-                "--device {}: this implementation runs on the CPU only; use --device cpu",
-                self.device
-            ));
-        }
+        report::check_device(&self.device)?;
         if let Some(out_dir) = self.out_dir {
             let defaults = SampleArgs::new(out_dir);
             let sample_py = SampleArgs {

@@ -345,16 +345,12 @@ pub fn training_floats(model: &GptConfig, batch_size: usize) -> Option<u64> {
 }
 
 /// Refuses flags whose run needs more memory than the machine has
-/// ([`training_floats`] against `/proc/meminfo`'s MemTotal), before anything
+/// ([`training_floats`] against [`report::memory_total_bytes`]), before anything
 /// is allocated: an allocation that fails aborts the process.
 pub fn check_memory(floats: Option<u64>, flags: &str) -> Result<(), String> {
     let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
     let needed = floats.and_then(|f| f.checked_mul(4));
-    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kb.checked_mul(1024)
-    });
+    let total = report::memory_total_bytes();
     match (needed, total) {
         (None, _) => Err(format!(
             "these flags ({flags}) describe a model and batch too large to count in memory"
@@ -398,12 +394,7 @@ pub fn check_optimizer(
             return Err(format!("{flag} must be in [0, 1), got {v}"));
         }
     }
-    if device != "cpu" {
-        return Err(format!(
-            "--device {device}: this implementation runs on the CPU only; use --device cpu"
-        ));
-    }
-    Ok(())
+    report::check_device(device)
 }
 
 /// `model.get_num_params()`: the parameters without the position embeddings
