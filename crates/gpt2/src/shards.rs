@@ -29,6 +29,10 @@ pub const LLMC_MAGIC: i32 = 20240520;
 pub const LLMC_VERSION: i32 = 1;
 const LLMC_HEADER_BYTES: usize = 256 * 4;
 
+/// How much of a shard is read to check its header before it is mapped:
+/// llm.c's header is 1,024 bytes and NumPy's a few dozen.
+const SHARD_HEAD_BYTES: u64 = 64 * 1024;
+
 /// A shard's file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ShardFormat {
@@ -97,7 +101,7 @@ pub fn write_shard(path: &Path, format: ShardFormat, tokens: &[u16]) -> Result<(
 
 /// Where the tokens start in a `.npy` file, checking that it holds one
 /// little-endian uint16 vector filling the rest of the file.
-fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
+fn npy_data_offset(bytes: &[u8], total: usize) -> Result<(usize, usize), String> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err("not a .npy file (no \\x93NUMPY magic)".into());
     }
@@ -111,8 +115,13 @@ fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
     };
     let offset = header_start
         .checked_add(header_len)
-        .filter(|&o| o <= bytes.len())
+        .filter(|&o| o <= total)
         .ok_or("the .npy header runs past the end of the file")?;
+    if offset > bytes.len() {
+        return Err(format!(
+            "the .npy header is {header_len} bytes; NumPy writes headers of a few dozen"
+        ));
+    }
     let header = std::str::from_utf8(&bytes[header_start..offset])
         .map_err(|_| "the .npy header is not text")?;
     // NumPy pads the dict with spaces and ends it with a newline: anything
@@ -153,7 +162,7 @@ fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
         .trim_end_matches('L')
         .parse()
         .map_err(|_| format!("the .npy shape ({shape}) is not a count"))?;
-    let data = bytes.len() - offset;
+    let data = total - offset;
     if n.checked_mul(2) != Some(data) {
         return Err(format!(
             "the .npy header says {n} tokens but the file holds {data} bytes after it"
@@ -163,8 +172,8 @@ fn npy_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
 }
 
 /// nanoGPT's headerless `.bin`: every byte pair a token, from byte 0.
-fn headerless_length(bytes: &[u8]) -> Result<(usize, usize), String> {
-    Ok((0, gpt::nanogpt::prepare::uint16_count(bytes)?))
+fn headerless_length(total: usize) -> Result<(usize, usize), String> {
+    Ok((0, gpt::nanogpt::prepare::uint16_count(total)?))
 }
 
 /// How a data folder holds its tokens.
@@ -240,11 +249,10 @@ impl Layout {
 }
 
 /// Where the tokens start in an llm.c `.bin` file, checking its header.
-fn llmc_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
-    if bytes.len() < LLMC_HEADER_BYTES {
+fn llmc_data_offset(bytes: &[u8], total: usize) -> Result<(usize, usize), String> {
+    if total < LLMC_HEADER_BYTES || bytes.len() < LLMC_HEADER_BYTES {
         return Err(format!(
-            "{} bytes is shorter than llm.c's 1,024-byte header",
-            bytes.len()
+            "{total} bytes is shorter than llm.c's 1,024-byte header"
         ));
     }
     let word = |i: usize| i32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap());
@@ -268,7 +276,7 @@ fn llmc_data_offset(bytes: &[u8]) -> Result<(usize, usize), String> {
             word(k)
         ));
     }
-    let data = bytes.len() - LLMC_HEADER_BYTES;
+    let data = total - LLMC_HEADER_BYTES;
     if n * 2 != data {
         return Err(format!(
             "the header says {n} tokens but the file holds {data} bytes after it"
@@ -288,6 +296,10 @@ enum Source {
         map: Mmap,
         offset: usize,
         len: usize,
+        /// The file, and its size when its header was checked: every read
+        /// checks that it still has that size.
+        file: std::fs::File,
+        size: u64,
     },
     Memory(Vec<u16>),
 }
@@ -311,20 +323,46 @@ impl TokenShard {
 
     /// Maps a file in `format`, checking its header (if it has one) against its size.
     pub fn open_as(path: &Path, format: ShardFormat) -> Result<TokenShard, String> {
+        use std::io::Read;
         let fail = |e: String| format!("{}: {e}", path.display());
-        let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-        // SAFETY: the map is read only; a shard changed by another process
-        // while mapped would give wrong tokens, as it would to numpy's mmap.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| fail(e.to_string()))?;
+        let mut file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+        let size = file.metadata().map_err(|e| fail(e.to_string()))?.len();
+        // The header, read plainly and checked against the file's size
+        // before anything is mapped.
+        let mut head = Vec::new();
+        (&mut file)
+            .take(SHARD_HEAD_BYTES)
+            .read_to_end(&mut head)
+            .map_err(|e| fail(e.to_string()))?;
+        let total = usize::try_from(size).map_err(|_| fail("too large to map".into()))?;
         let (offset, len) = match format {
-            ShardFormat::Npy => npy_data_offset(&map),
-            ShardFormat::Bin => llmc_data_offset(&map),
-            ShardFormat::Nanogpt => headerless_length(&map),
+            ShardFormat::Npy => npy_data_offset(&head, total),
+            ShardFormat::Bin => llmc_data_offset(&head, total),
+            ShardFormat::Nanogpt => headerless_length(total),
         }
         .map_err(fail)?;
+        // SAFETY: the map is read only, and its length is checked against
+        // the size the header was checked against. Another process can still
+        // shrink the file while it is mapped; `read` checks the size before
+        // each copy, which leaves only a truncation between that check and the
+        // copy (microseconds) to end the process with SIGBUS, as it would end
+        // numpy's np.load(mmap_mode='r') or llm.c.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| fail(e.to_string()))?;
+        if map.len() as u64 != size {
+            return Err(fail(format!(
+                "its size changed from {size} to {} bytes while it was being opened",
+                map.len()
+            )));
+        }
         Ok(TokenShard {
             name: path.display().to_string(),
-            source: Source::Mapped { map, offset, len },
+            source: Source::Mapped {
+                map,
+                offset,
+                len,
+                file,
+                size,
+            },
         })
     }
 
@@ -365,7 +403,8 @@ impl TokenShard {
             self.len()
         );
         match &self.source {
-            Source::Mapped { map, offset, .. } => map[offset + 2 * start..offset + 2 * (start + n)]
+            Source::Mapped { map, offset, .. } => self.unchanged(map)
+                [offset + 2 * start..offset + 2 * (start + n)]
                 .chunks_exact(2)
                 .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
                 .collect(),
@@ -376,10 +415,30 @@ impl TokenShard {
         }
     }
 
+    /// The mapped bytes, after checking that the file still has the size its
+    /// header was checked against: a file truncated under a mapping would
+    /// end the process with SIGBUS at the copy. Stops with a message naming
+    /// the file instead; the loader has no way to go on without its tokens.
+    fn unchanged<'m>(&self, map: &'m Mmap) -> &'m [u8] {
+        if let Source::Mapped { file, size, .. } = &self.source {
+            let now = file.metadata().map(|m| m.len());
+            if now.as_ref().ok() != Some(size) {
+                panic!(
+                    "{}: the shard's size changed while it was mapped ({size} bytes when opened, \
+                     {now:?} now); refusing to read it",
+                    self.name
+                );
+            }
+        }
+        map
+    }
+
     /// The first token at or above `limit`, with its index, if any.
     pub fn first_token_from(&self, limit: usize) -> Option<(usize, usize)> {
         let found = match &self.source {
-            Source::Mapped { map, offset, len } => map[*offset..offset + 2 * len]
+            Source::Mapped {
+                map, offset, len, ..
+            } => self.unchanged(map)[*offset..offset + 2 * len]
                 .chunks_exact(2)
                 .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
                 .enumerate()

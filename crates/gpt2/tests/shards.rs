@@ -21,6 +21,22 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A shard cut short while it is mapped: the next read stops with a message
+/// naming the file, where touching the lost pages would end the process with
+/// SIGBUS.
+#[test]
+#[should_panic(expected = "size changed while it was mapped")]
+fn a_shard_truncated_while_mapped_is_refused_by_name() {
+    let path = scratch("truncated").join("t_train_000000.npy");
+    let tokens: Vec<u16> = (0..5000).collect();
+    gpt2::shards::write_shard(&path, ShardFormat::Npy, &tokens).unwrap();
+    let shard = TokenShard::open(&path).unwrap();
+    assert_eq!(shard.read(4000, 3), [4000, 4001, 4002]);
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(200).unwrap();
+    shard.read(4000, 3);
+}
+
 #[test]
 fn prepare_writes_the_shards_fineweb_py_and_llm_c_wrote() {
     for format in [ShardFormat::Npy, ShardFormat::Bin] {

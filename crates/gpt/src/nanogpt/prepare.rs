@@ -139,24 +139,23 @@ pub fn uint16_bytes<T: Copy + TryInto<u16>>(ids: &[T]) -> Vec<u8> {
         .collect()
 }
 
-/// The number of tokens in a headerless uint16 file: every byte pair a token,
-/// from byte 0, so an empty file or an odd length is refused.
-pub fn uint16_count(bytes: &[u8]) -> Result<usize, String> {
-    if bytes.is_empty() {
+/// The number of tokens in a headerless uint16 file of `len` bytes: every
+/// byte pair a token, from byte 0, so an empty file or an odd length is refused.
+pub fn uint16_count(len: usize) -> Result<usize, String> {
+    if len == 0 {
         return Err("empty: it holds no tokens".into());
     }
-    if !bytes.len().is_multiple_of(2) {
+    if !len.is_multiple_of(2) {
         return Err(format!(
-            "{} bytes, an odd number: not a file of uint16 tokens",
-            bytes.len()
+            "{len} bytes, an odd number: not a file of uint16 tokens"
         ));
     }
-    Ok(bytes.len() / 2)
+    Ok(len / 2)
 }
 
 /// Ids from a headerless uint16 file, each checked against the vocabulary.
 pub fn read_uint16(bytes: &[u8], vocab_size: usize, name: &str) -> Result<Vec<usize>, String> {
-    uint16_count(bytes).map_err(|e| format!("{name}: {e}"))?;
+    uint16_count(bytes.len()).map_err(|e| format!("{name}: {e}"))?;
     bytes
         .chunks_exact(2)
         .enumerate()
