@@ -63,6 +63,37 @@ fn tensors(path: &Path) -> BTreeMap<String, (Vec<usize>, Vec<u8>)> {
         .collect()
 }
 
+/// A file of `fixtures/claims`, what the real tools made of our files.
+fn claims(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claims")
+        .join(name)
+}
+
+/// An event file TensorBoard's own writer wrote: our reader takes its records
+/// (and so checks their CRCs with our mask) and finds the scalars it was given.
+#[test]
+fn tensorboards_own_event_file_reads_back() {
+    let dir = claims("events");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let ours = makemore::tensorboard::read_scalars(&file).unwrap();
+    let given: Vec<(String, i64, serde_json::Value)> =
+        serde_json::from_str(&std::fs::read_to_string(claims("events.json")).unwrap()).unwrap();
+    assert_eq!(ours.len(), given.len());
+    for ((tag, step, value), (t, s, v)) in ours.iter().zip(&given) {
+        assert_eq!((tag, step), (t, s));
+        match v.as_f64() {
+            Some(v) => assert_eq!(*value, v as f32, "{tag} at {step}"),
+            None => assert!(value.is_nan(), "{tag} at {step}: {value}"),
+        }
+    }
+}
+
 /// A small file of words: names.txt's first 2,000 lines.
 fn small_input(dir: &Path) -> PathBuf {
     let names = std::fs::read_to_string(data::path("names.txt").unwrap()).unwrap();
@@ -203,6 +234,20 @@ fn the_best_model_has_makemore_pys_state_dict_and_tensorboard_has_the_losses() {
     expected.sort_unstable();
     assert_eq!(names, expected);
 
+    // What PyTorch made of the same run's file (fixtures/claims/make_claims.sh):
+    // makemore.py's BoW took it with load_state_dict(strict=True), with these
+    // keys and shapes, and its evaluate gave this test loss.
+    let pytorch: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(claims("state_dict.json")).unwrap()).unwrap();
+    assert_eq!(pytorch["strict_load"], "ok");
+    let ours: BTreeMap<String, Vec<usize>> = tensors(&work.join("model.safetensors"))
+        .into_iter()
+        .map(|(name, (shape, _))| (name, shape))
+        .collect();
+    let theirs: BTreeMap<String, Vec<usize>> =
+        serde_json::from_value(pytorch["state_dict"].clone()).unwrap();
+    assert_eq!(ours, theirs, "the state_dict makemore.py's BoW loaded");
+
     // The events hold the two numbers of the printed line, as f32.
     let line = text
         .lines()
@@ -229,6 +274,19 @@ fn the_best_model_has_makemore_pys_state_dict_and_tensorboard_has_the_losses() {
             ("Loss/train".to_string(), 500, numbers[1]),
             ("Loss/test".to_string(), 500, numbers[2])
         ]
+    );
+    // TensorBoard's own reader (EventAccumulator) read the same two values
+    // from the fixture run's event file, and PyTorch's evaluate agrees.
+    let tb: BTreeMap<String, Vec<(i64, f64)>> =
+        serde_json::from_str(&std::fs::read_to_string(claims("tensorboard.json")).unwrap())
+            .unwrap();
+    for (tag, step, value) in &scalars {
+        assert_eq!(tb[tag], [(*step, *value as f64)], "TensorBoard's {tag}");
+    }
+    let test_loss = pytorch["test_loss"].as_f64().unwrap();
+    assert!(
+        ((numbers[2] as f64) - test_loss).abs() <= 1e-6,
+        "makemore.py's evaluate: {test_loss}"
     );
 
     // --sample-only: 50 samples from the best model, and nothing written.
