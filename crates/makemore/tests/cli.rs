@@ -94,6 +94,58 @@ fn tensorboards_own_event_file_reads_back() {
     }
 }
 
+/// A batch of 48 takes its indices from two of the loader's draws of 32:
+/// makemore.py's printed losses at that batch size
+/// (`fixtures/batch48/make_batch48.sh`), within the printed rounding.
+#[test]
+fn a_batch_that_spans_two_index_draws_follows_makemore_py() {
+    let dir = scratch("batch48");
+    let input = small_input(&dir);
+    let work = dir.join("work");
+    let out = makemore(&[
+        "-i",
+        input.to_str().unwrap(),
+        "-o",
+        work.to_str().unwrap(),
+        "--type",
+        "bigram",
+        "--batch-size",
+        "48",
+        "--max-steps",
+        "101",
+        "-n",
+        "0",
+        "-l",
+        "0.05",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let loss = |line: &str| -> (String, f64) {
+        let (step, loss) = line.split_once(" | loss ").expect("a step line");
+        (
+            step.to_string(),
+            loss.split(' ').next().unwrap().parse().unwrap(),
+        )
+    };
+    let ours: Vec<(String, f64)> = stdout(&out)
+        .lines()
+        .filter(|l| l.starts_with("step ") && l.contains(" | loss "))
+        .map(loss)
+        .collect();
+    let theirs: Vec<(String, f64)> = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/batch48/steps.txt"),
+    )
+    .unwrap()
+    .lines()
+    .map(loss)
+    .collect();
+    assert_eq!(ours.len(), 11);
+    for ((step, a), (s, b)) in ours.iter().zip(&theirs) {
+        assert_eq!(step, s);
+        assert!((a - b).abs() <= 1.5e-4, "{step}: {a} vs makemore.py's {b}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A small file of words: names.txt's first 2,000 lines.
 fn small_input(dir: &Path) -> PathBuf {
     let names = std::fs::read_to_string(data::path("names.txt").unwrap()).unwrap();
