@@ -611,7 +611,8 @@ fn nanogpt_bin() -> Result<Loader, String> {
 fn nanogpt_checkpoint() -> Result<Loader, String> {
     use clap::Parser;
     use gpt::nanogpt::checkpoint::Checkpoint;
-    use gpt::nanogpt::train::{History, Run, TrainArgs};
+    use gpt::nanogpt::configurator::TrainArgs;
+    use gpt::nanogpt::train::{History, Run};
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]

@@ -41,7 +41,7 @@ enum Command {
     /// nanoGPT's train.py on a prepared folder (defaults: its README's CPU line).
     /// As in nanoGPT's configurator, a later flag overrides an earlier one.
     #[command(args_override_self = true)]
-    Train(gpt::nanogpt::train::TrainArgs),
+    Train(gpt::nanogpt::configurator::TrainArgs),
 }
 
 #[derive(Args)]

@@ -2,7 +2,8 @@
 //! record: `report.json`, `loss.csv` and the loss plot in the out dir after
 //! every evaluation and at the end, mirrored onto the runs page.
 
-use gpt::nanogpt::train::{self, Run, TrainArgs};
+use gpt::nanogpt::configurator::TrainArgs;
+use gpt::nanogpt::train::{self, Run};
 use report::tool_run::{self, ToolReport};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -11,18 +12,6 @@ use std::time::Instant;
 const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
 
 pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
-    args.check()?;
-    report::check_out_dir("--out-dir", &args.out_dir)?;
-    let ckpt = args.out_dir.join(gpt::nanogpt::checkpoint::FILE);
-    if args.init_from == "scratch" && ckpt.exists() {
-        // nanoGPT would overwrite it at the first evaluation that improves.
-        return Err(format!(
-            "--out-dir {} already holds a checkpoint ({}); continue it with --init-from resume, \
-             or give another --out-dir",
-            args.out_dir.display(),
-            ckpt.display()
-        ));
-    }
     if args.compile {
         println!("--compile=True: there is nothing to compile here; ignored");
     }

@@ -6,9 +6,10 @@
 //! iterations, and sample.py on a small model that train.py trained.
 
 use gpt::nanogpt::checkpoint::{Checkpoint, FILE};
+use gpt::nanogpt::configurator::TrainArgs;
 use gpt::nanogpt::prepare::{self, read_folder, read_meta};
 use gpt::nanogpt::sample::{sample, SampleArgs};
-use gpt::nanogpt::train::{self, Run, TrainArgs};
+use gpt::nanogpt::train::{self, Run};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -33,7 +33,7 @@ use tensor::rng::TorchGenerator;
 
 /// A Python boolean (`True`/`False`), as nanoGPT's configurator reads it.
 fn python_bool(s: &str) -> Result<bool, String> {
-    gpt::nanogpt::train::python_bool(s)
+    gpt::nanogpt::configurator::python_bool(s)
 }
 
 /// `train.py`'s keys for a fine-tune, spelled `--batch-size 1` or `--batch_size=1`.
@@ -132,7 +132,7 @@ pub struct FinetuneArgs {
 impl FinetuneArgs {
     /// The flags' errors, each naming its flag (the checks `gpt train` makes).
     pub fn check(&self) -> Result<(), String> {
-        use gpt::nanogpt::train::{check_optimizer, check_positive, check_utf8_paths};
+        use gpt::nanogpt::configurator::{check_optimizer, check_positive, check_utf8_paths};
         check_utf8_paths(&[
             ("--model", &self.model),
             ("--data", &self.data),
@@ -294,7 +294,7 @@ impl Finetune {
             dropout: args.dropout,
             bias: true,
         };
-        use gpt::nanogpt::train::{check_memory, training_floats};
+        use gpt::nanogpt::configurator::{check_memory, training_floats};
         let cropped = gpt::model::GptConfig {
             block_size: args.block_size,
             ..model_args

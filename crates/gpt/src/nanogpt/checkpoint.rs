@@ -8,7 +8,8 @@
 //! and evaluations so far (so a resumed run's `loss.csv` is whole), and a
 //! SHA-256 over everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
 
-use super::train::{History, Run, TrainArgs};
+use super::configurator::TrainArgs;
+use super::train::{History, Run};
 use crate::checkpoint::{model_and_moments, open, serialize_with_digest, to_json};
 use crate::data::CharVocab;
 use crate::model::GptConfig;

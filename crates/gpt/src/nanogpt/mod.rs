@@ -1,7 +1,7 @@
 //! nanoGPT (karpathy/nanoGPT at 3adf61e) on your own text, at the character
 //! level: [`prepare`] is `data/shakespeare_char/prepare.py`, [`train`] is
-//! `train.py`, [`sample`] is `sample.py`, with nanoGPT's files (`train.bin`,
-//! `val.bin`, `meta.pkl`) and printed lines. The model and its step are
+//! `train.py` (its flags in [`configurator`]), [`sample`] is `sample.py`,
+//! with nanoGPT's files (`train.bin`, `val.bin`, `meta.pkl`) and printed lines. The model and its step are
 //! lecture 7's [`crate::model::Gpt`] and [`crate::train::Trainer`].
 //!
 //! Targets (`tests/nanogpt.rs`, against nanoGPT's own scripts run on a text
@@ -14,6 +14,7 @@
 //! characters for the same weights and seed.
 
 pub mod checkpoint;
+pub mod configurator;
 pub mod prepare;
 pub mod sample;
 pub mod train;

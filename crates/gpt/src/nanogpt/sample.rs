@@ -4,7 +4,7 @@
 //! characters each at `temperature` from the `top_k` most likely.
 
 use super::checkpoint::{self, Checkpoint};
-use super::train::TrainArgs;
+use super::configurator::TrainArgs;
 use crate::generate::{generate, SampleOptions};
 use crate::train::Trainer;
 use clap::Args;
@@ -139,7 +139,7 @@ pub struct SampleCommand {
     pub device: String,
     /// Accepted for nanoGPT's lines; nothing to compile here.
     #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
-          value_parser = super::train::python_bool)]
+          value_parser = super::configurator::python_bool)]
     pub compile: bool,
 }
 
