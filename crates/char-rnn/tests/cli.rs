@@ -47,6 +47,12 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The checkpoint `small_run` saved last (`lm_lstm_epoch…`, by name).
+fn last_checkpoint(dir: &Path) -> PathBuf {
+    let files = dir.join("cv").read_dir().unwrap();
+    files.map(|e| e.unwrap().path()).max().unwrap()
+}
+
 /// A small model for a few iterations, in char-rnn's spelling or ours.
 fn small_run(dir: &Path, torch_spelling: bool) -> String {
     let cv = dir.join("cv");
@@ -115,13 +121,7 @@ fn flags_in_either_spelling_train_the_same_model() {
 fn init_from_resumes_the_weights_and_overrides_the_model_flags() {
     let dir = shakespeare_dir("init-from");
     small_run(&dir, true);
-    let saved: PathBuf = dir
-        .join("cv")
-        .read_dir()
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .max()
-        .unwrap();
+    let saved = last_checkpoint(&dir);
     let first_fresh: f64 = {
         let log = small_run(&shakespeare_dir("init-from-fresh"), true);
         log.lines()
@@ -231,13 +231,7 @@ fn bad_data_is_refused_by_name() {
 fn damaged_or_foreign_checkpoints_are_refused_by_name() {
     let dir = shakespeare_dir("damaged");
     small_run(&dir, false);
-    let saved: PathBuf = dir
-        .join("cv")
-        .read_dir()
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .max()
-        .unwrap();
+    let saved = last_checkpoint(&dir);
     let mut bytes = std::fs::read(&saved).unwrap();
     let damaged = dir.join("damaged.safetensors");
     let at = bytes.len() - 100;
