@@ -145,11 +145,6 @@ impl Loader {
         self.batch_ix[split as usize] = 0;
     }
 
-    /// The batch pointer of `split` (how many batches of it were read, cycling).
-    pub fn batch_pointer(&self, split: Split) -> usize {
-        self.batch_ix[split as usize]
-    }
-
     // ANCHOR: next_batch
     /// `next_batch(split)`: the split's next `(x, y)`, cycling round, each
     /// `(seq_length, batch_size)` row-major, time first (train.lua's `prepro`
