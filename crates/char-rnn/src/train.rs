@@ -184,8 +184,15 @@ impl Trainer {
             opt.seq_length,
             opt.train_frac,
             opt.val_frac,
+            log,
         )?;
         let w = |e: std::io::Error| format!("writing the log: {e}");
+        let [ntrain, nval, ntest] = loader.split_sizes;
+        writeln!(
+            log,
+            "data load done. Number of data batches in train: {ntrain}, val: {nval}, test: {ntest}"
+        )
+        .map_err(w)?;
         writeln!(log, "vocab size: {}", loader.vocab.len()).map_err(w)?;
         let mut params = Params::new();
         let model = if opt.init_from.is_empty() {
