@@ -5,7 +5,10 @@
 //! `min` prints exactly the gist's lines: `data has … characters, … unique.`,
 //! then every 100 iterations a 200-character sample between `----` lines and
 //! `iter N, loss: L`. `train` prints train.lua's lines and writes its
-//! checkpoints; `sample` writes sample.lua's bytes to stdout.
+//! checkpoints, with its record for the runs page ([`record`]); `sample`
+//! writes sample.lua's bytes to stdout.
+
+mod record;
 
 use char_rnn::{flags, min, sample, train};
 use clap::{Parser, Subcommand};
@@ -62,8 +65,11 @@ fn main() -> ExitCode {
         Command::Min(args) => run_min(args),
         Command::Train(opt) => {
             let mut out = std::io::stdout().lock();
+            let record = record::Record::start();
             let mut trainer = train::Trainer::new(opt, &mut out)?;
-            train::run(&mut trainer, &mut out)?;
+            let result = train::run(&mut trainer, &mut out, &mut |t| record.write(t, false));
+            let finished = record.write(&trainer, true);
+            result.and(finished)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Sample(opt) => {

@@ -9,7 +9,8 @@
 //! `multinomial`; `-sample 0` takes the argmax instead.
 
 use crate::checkpoint::Checkpoint;
-use autograd::{ForwardPass, Graph, Var};
+use crate::model::CharRnn;
+use autograd::{ForwardPass, Graph, Params, Var};
 use std::io::Write;
 use std::path::PathBuf;
 use tensor::rng::TorchGenerator;
@@ -74,12 +75,26 @@ pub fn sample(
     };
     let mut rng = TorchGenerator::manual_seed(opt.seed);
     gprint(&format!("creating an {model_name}..."))?;
+    generate(&model, &params, &vocab, opt, &mut rng, out, &mut gprint)
+}
 
+/// sample.lua's loop, from a model in memory: the prime text (or a uniform
+/// first byte), then `opt.length` bytes drawn from `rng`, written to `out`
+/// with a last newline; `gprint` takes the diagnostics. Returns the bytes.
+pub fn generate(
+    model: &CharRnn,
+    params: &Params,
+    vocab: &[u8],
+    opt: &SampleOptions,
+    rng: &mut TorchGenerator,
+    out: &mut dyn Write,
+    gprint: &mut dyn FnMut(&str) -> Result<(), String>,
+) -> Result<Vec<u8>, String> {
     let mut state = model.zero_state(1);
     // One step of protos.rnn in eval mode: the next state and the log-probabilities.
     let forward = |state: &mut Vec<Tensor>, byte_id: usize| -> Tensor {
         let graph = Graph::no_grad();
-        let pass = ForwardPass::eval(&graph, &params);
+        let pass = ForwardPass::eval(&graph, params);
         let vars: Vec<Var> = state.iter().map(|s| graph.constant(s.clone())).collect();
         let (next, logits) = model.step(&pass, &[byte_id], &vars);
         *state = next.iter().map(|s| s.value()).collect();

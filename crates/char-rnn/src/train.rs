@@ -143,6 +143,8 @@ pub struct Iteration {
     pub train_loss: f64,
     /// `grad_params:norm() / params:norm()`, after the clamp and the step.
     pub grad_param_norm: f64,
+    /// Seconds the iteration took (train.lua's `time/batch`).
+    pub seconds: f64,
 }
 
 /// A training run's state: train.lua's globals.
@@ -169,6 +171,8 @@ pub struct Trainer {
     pub train_losses: Vec<f64>,
     /// Validation losses by iteration.
     pub val_losses: BTreeMap<usize, f64>,
+    /// Seconds spent in [`Trainer::step`] by this process.
+    pub train_seconds: f64,
 }
 
 impl Trainer {
@@ -260,6 +264,7 @@ impl Trainer {
             iteration: 0,
             train_losses: Vec::new(),
             val_losses: BTreeMap::new(),
+            train_seconds: 0.0,
         })
     }
 
@@ -333,6 +338,7 @@ impl Trainer {
     /// One iteration of train.lua's loop: `feval`, RMSprop, the learning rate
     /// decay at an epoch's end.
     pub fn step(&mut self) -> Result<Iteration, String> {
+        let timer = std::time::Instant::now();
         self.iteration += 1;
         let i = self.iteration;
         let ntrain = self.loader.split_sizes[0];
@@ -361,11 +367,14 @@ impl Trainer {
         {
             self.learning_rate *= self.opt.learning_rate_decay;
         }
+        let seconds = timer.elapsed().as_secs_f64();
+        self.train_seconds += seconds;
         Ok(Iteration {
             i,
             epoch,
             train_loss,
             grad_param_norm: grad_sq.sqrt() / param_sq.sqrt(),
+            seconds,
         })
     }
 
@@ -422,9 +431,14 @@ pub fn c_exp(x: f64) -> String {
 
 // ANCHOR: train_loop
 /// train.lua's loop: iterate, print every `print_every`, evaluate and save a
-/// checkpoint every `eval_val_every` iterations and at the last, and stop on a
-/// NaN loss or one over three times the first. Returns the last validation loss.
-pub fn run(trainer: &mut Trainer, log: &mut dyn Write) -> Result<Option<f64>, String> {
+/// checkpoint every `eval_val_every` iterations and at the last (then call
+/// `after_eval`), and stop on a NaN loss or one over three times the first.
+/// Returns the last validation loss.
+pub fn run(
+    trainer: &mut Trainer,
+    log: &mut dyn Write,
+    after_eval: &mut dyn FnMut(&Trainer) -> Result<(), String>,
+) -> Result<Option<f64>, String> {
     let w = |e: std::io::Error| format!("writing the log: {e}");
     let iterations = trainer.iterations();
     std::fs::create_dir_all(&trainer.opt.checkpoint_dir)
@@ -432,9 +446,7 @@ pub fn run(trainer: &mut Trainer, log: &mut dyn Write) -> Result<Option<f64>, St
     let mut loss0: Option<f64> = None;
     let mut last_val = None;
     for _ in 0..iterations {
-        let timer = std::time::Instant::now();
         let it = trainer.step()?;
-        let time = timer.elapsed().as_secs_f64();
         if !it.train_loss.is_finite() {
             return Err(format!(
                 "loss is {} at iteration {}: stopping",
@@ -452,15 +464,17 @@ pub fn run(trainer: &mut Trainer, log: &mut dyn Write) -> Result<Option<f64>, St
             writeln!(log, "saving checkpoint to {}", savefile.display()).map_err(w)?;
             checkpoint::save(&savefile, &trainer.checkpoint(val_loss))?;
             last_val = Some(val_loss);
+            after_eval(trainer)?;
         }
         if it.i % trainer.opt.print_every == 0 {
             writeln!(
                 log,
-                "{}/{iterations} (epoch {:.3}), train_loss = {:6.8}, grad/param norm = {}, time/batch = {time:.4}s",
+                "{}/{iterations} (epoch {:.3}), train_loss = {:6.8}, grad/param norm = {}, time/batch = {:.4}s",
                 it.i,
                 it.epoch,
                 it.train_loss,
-                c_exp(it.grad_param_norm)
+                c_exp(it.grad_param_norm),
+                it.seconds
             )
             .map_err(w)?;
         }

@@ -4,9 +4,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Runs char-rnn with its runs-page mirror off (`ZTH_RUNS=`), so that tests
+/// leave the workspace's runs page alone.
 fn char_rnn(args: &[&str]) -> Output {
+    char_rnn_with_runs(args, "")
+}
+
+fn char_rnn_with_runs(args: &[&str], runs: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_char-rnn"))
         .args(args)
+        .env("ZTH_RUNS", runs)
         .output()
         .unwrap()
 }
@@ -47,10 +54,20 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// The checkpoint `small_run` saved last (`lm_lstm_epoch…`, by name).
-fn last_checkpoint(dir: &Path) -> PathBuf {
+/// The checkpoints of a run in `dir/cv`, by name (`lm_lstm_epoch…`).
+fn checkpoints(dir: &Path) -> Vec<PathBuf> {
     let files = dir.join("cv").read_dir().unwrap();
-    files.map(|e| e.unwrap().path()).max().unwrap()
+    let mut saved: Vec<PathBuf> = files
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("lm_"))
+        .collect();
+    saved.sort();
+    saved
+}
+
+/// The checkpoint `small_run` saved last.
+fn last_checkpoint(dir: &Path) -> PathBuf {
+    checkpoints(dir).pop().unwrap()
 }
 
 /// A small model for a few iterations, in char-rnn's spelling or ours.
@@ -108,10 +125,7 @@ fn flags_in_either_spelling_train_the_same_model() {
     let (torch, ours) = (small_run(&a, true), small_run(&b, false));
     assert_eq!(losses(torch.clone()).len(), 6, "{torch}");
     assert_eq!(losses(torch), losses(ours));
-    assert!(
-        a.join("cv").read_dir().unwrap().count() == 2,
-        "two evaluations, two checkpoints"
-    );
+    assert_eq!(checkpoints(&a).len(), 2, "two evaluations, two checkpoints");
     for d in [a, b] {
         std::fs::remove_dir_all(d).unwrap();
     }
@@ -271,5 +285,117 @@ fn damaged_or_foreign_checkpoints_are_refused_by_name() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("not in the model's vocabulary"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_run_keeps_its_record_and_shows_on_the_runs_page() {
+    let dir = shakespeare_dir("record");
+    let runs = dir.join("runs");
+    let cv = dir.join("cv");
+    let out = char_rnn_with_runs(
+        &[
+            "train",
+            "-data_dir",
+            s(&dir),
+            "-rnn_size",
+            "32",
+            "-batch_size",
+            "10",
+            "-seq_length",
+            "20",
+            "-max_iters",
+            "6",
+            "-eval_val_every",
+            "3",
+            "-checkpoint_dir",
+            s(&cv),
+        ],
+        s(&runs),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = String::from_utf8(out.stdout).unwrap();
+    let printed: Vec<f64> = log
+        .lines()
+        .filter_map(|l| l.split("train_loss = ").nth(1))
+        .map(|l| l[..10].parse().unwrap())
+        .collect();
+
+    // report.json: the last train loss as printed, the last val loss as the
+    // last checkpoint's name gives it.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cv.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["tool"], "char-rnn");
+    assert!(report["finished_at"].is_string(), "{report}");
+    let stage = &report["stages"][0];
+    assert_eq!(stage["steps"], 6);
+    let last_train = stage["final"]["train"].as_f64().unwrap();
+    assert!(
+        (last_train - printed[5]).abs() < 1e-8,
+        "{last_train} vs {printed:?}"
+    );
+    let val = stage["final"]["val"].as_f64().unwrap();
+    let saved = last_checkpoint(&dir);
+    let name = saved.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.ends_with(&format!("_{val:.4}.safetensors")),
+        "{name} vs {val}"
+    );
+
+    // loss.csv: one row per iteration, the val losses at iterations 3 and 6.
+    let csv = std::fs::read_to_string(cv.join("loss.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 6, "{csv}");
+    let with_val: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.split(',').nth(3).is_some_and(|v| !v.is_empty()))
+        .map(|r| r.split(',').next().unwrap())
+        .collect();
+    assert_eq!(with_val, ["2", "5"], "0-based steps: {csv}");
+
+    // samples.txt: sample.lua's 200 bytes at temperature 0.8 from the last
+    // checkpoint, with the run's seed.
+    let samples = std::fs::read_to_string(cv.join("samples.txt")).unwrap();
+    let (head, text) = samples.split_once('\n').unwrap();
+    assert_eq!(head, "iteration 6, temperature 0.8, seed 123:");
+    let sampled = ok(&[
+        "sample",
+        s(&saved),
+        "-length",
+        "200",
+        "-temperature",
+        "0.8",
+        "-verbose",
+        "0",
+    ]);
+    assert_eq!(text.len(), 201, "{text:?}");
+    assert_eq!(text, sampled);
+
+    // The runs page has the run among the tools' runs.
+    let tools: Vec<PathBuf> = runs
+        .join("tools")
+        .read_dir()
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(tools.len(), 1, "{tools:?}");
+    assert!(tools[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("char-rnn-cv-"));
+    for file in ["report.json", "loss.csv", "loss.png", "samples.txt"] {
+        assert!(tools[0].join(file).is_file(), "{file} is not on the page");
+    }
+    let page = std::fs::read_to_string(runs.join("index.html")).unwrap();
+    assert!(
+        page.contains("char-rnn-cv-"),
+        "the page does not list the run"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -116,7 +116,7 @@ fn check_up_to(text_name: &str, model: &str, dropout: &str, iters: usize, agree:
         fx["params"].as_u64().unwrap(),
         "{label}: parameters"
     );
-    run(&mut trainer, &mut log).unwrap();
+    run(&mut trainer, &mut log, &mut |_| Ok(())).unwrap();
 
     let losses = floats(&fx["losses"]);
     assert_eq!(
