@@ -207,7 +207,7 @@ pub fn render(folders: &[RunFolder]) -> String {
         html.push_str(
             "<section id=\"tools\" class=\"lecture\">\n<h2>Tool runs</h2>\n\
              <p class=\"meta\">Runs of the tools on a learner's own data (<code>makemore</code>, \
-             <code>gpt train</code>, <code>gpt2 finetune</code>), each mirrored here from its work dir.</p>\n",
+             <code>gpt train</code>, <code>gpt2 finetune</code>, <code>char-rnn train</code>), each mirrored here from its work dir.</p>\n",
         );
         for folder in tools {
             html.push_str(&run_article(folder, false));

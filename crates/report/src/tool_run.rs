@@ -1,4 +1,4 @@
-//! What every tool run (makemore, nanoGPT's `train`) writes beside its
+//! What every tool run (makemore, nanoGPT's `train`, char-rnn's `train`) writes beside its
 //! checkpoints, and its copy on the runs page: `loss.csv`, the loss plot, and
 //! the run's files mirrored into `runs/tools/<tool>-<folder>-<digest>/`.
 
