@@ -331,38 +331,26 @@ impl Record {
         }
         let ms = (!self.step_ms.is_empty())
             .then(|| self.step_ms.iter().sum::<f64>() / self.step_ms.len() as f64);
-        let wall = self.started.elapsed().as_secs_f64();
-        let report = report::RunReport {
-            schema_version: report::SCHEMA_VERSION,
-            lecture: 0,
-            tool: Some("makemore".into()),
+        report::tool_run::ToolReport {
+            tool: "makemore".into(),
             crate_name: "makemore".into(),
-            mode: "full".into(),
             seed: trainer.cfg.seed,
             config: self.config.clone(),
-            wall_seconds: wall,
-            finished_at: done.then(report::utc_now),
-            stages: vec![report::StageReport {
-                name: trainer.cfg.kind.name().to_string(),
-                steps: trainer.step,
-                wall_seconds: wall,
-                ms_per_step: ms,
-                final_losses,
-                source: Some(format!(
-                    "makemore.py (karpathy/makemore 988aa59) on {}, steps {} to {}",
-                    self.input, self.first_step, trainer.step
-                )),
-                targets,
-            }],
-        };
-        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        let write = |name: &str, bytes: &[u8]| {
-            report::write_atomic(&dir.join(name), bytes)
-                .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
-        };
-        write("report.json", json.as_bytes())?;
+            stage: trainer.cfg.kind.name().to_string(),
+            steps: trainer.step,
+            ms_per_step: ms,
+            final_losses,
+            source: format!(
+                "makemore.py (karpathy/makemore 988aa59) on {}, steps {} to {}",
+                self.input, self.first_step, trainer.step
+            ),
+            targets,
+        }
+        .write(dir, self.started.elapsed().as_secs_f64(), done)?;
         if let Some((step, block)) = &self.samples {
-            write("samples.txt", format!("step {step}\n{block}\n").as_bytes())?;
+            let path = dir.join("samples.txt");
+            report::write_atomic(&path, format!("step {step}\n{block}\n").as_bytes())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         }
         report::tool_run::mirror_to_runs_page(
             report::tool_run::runs_folder(&data::workspace_root()),
