@@ -644,7 +644,7 @@ fn nanogpt_checkpoint() -> Result<Loader, String> {
         },
     };
     let mut batch = run.trainer.get_batch(&run.data, gpt::Split::Train);
-    run.step(&mut batch, 1e-3);
+    gpt::nanogpt::train::TrainPy::step(&mut run, &mut batch, 1e-3);
     let valid = Checkpoint::of(&run).to_bytes()?;
     let wte = (format!("[{vocab_size},16]"), format!("[{vocab_size},15]"));
     Ok(Loader {

@@ -22,9 +22,9 @@
 use crate::hf;
 use crate::model::Gpt;
 use crate::shards::{Layout, ShardFormat, TokenShard};
-use autograd::{clip_grad_norm, AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
+use autograd::{AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
 use clap::Args;
-use gpt::nanogpt::train::Schedule;
+use gpt::nanogpt::train::{self, Batch, History, LoopFlags, Schedule, StepFlags, TrainPy};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -262,12 +262,8 @@ pub struct Finetune {
     pub iter: usize,
     /// The lowest val loss so far (1e9 before any evaluation).
     pub best_val_loss: f32,
-    /// `(iter, loss)` of each logged iteration.
-    pub losses: Vec<(usize, f32)>,
-    /// `(iter, train, val)` of each evaluation.
-    pub evals: Vec<(usize, f32, f32)>,
-    /// Milliseconds of each iteration.
-    pub step_ms: Vec<f64>,
+    /// The logged losses, the evaluations, the iterations' times.
+    pub history: History,
     /// The iterations at which the model was saved.
     pub saves: Vec<usize>,
 }
@@ -346,9 +342,7 @@ impl Finetune {
             data,
             iter: 0,
             best_val_loss: 1e9,
-            losses: Vec::new(),
-            evals: Vec::new(),
-            step_ms: Vec::new(),
+            history: History::default(),
             saves: Vec::new(),
         })
     }
@@ -375,93 +369,86 @@ impl Finetune {
         }
         (means[0], means[1])
     }
-
-    // ANCHOR: finetune_step
-    /// One iteration: the micro-steps' gradients summed (each loss divided by
-    /// their number, the next batch fetched between forward and backward),
-    /// clipped, then AdamW at `lr`. Returns the last micro-step's loss, scaled
-    /// back up as train.py logs it.
-    pub fn step(&mut self, batch: &mut (Vec<usize>, Vec<usize>), lr: f32) -> f32 {
-        let accum = self.args.gradient_accumulation_steps;
-        let (b, t) = (self.args.batch_size, self.args.block_size);
-        self.params.zero_grad();
-        let mut last = 0.0;
-        for _ in 0..accum {
-            let graph = Graph::new();
-            let pass = if self.args.dropout > 0.0 {
-                ForwardPass::train(&graph, &self.params, &self.rng)
-            } else {
-                ForwardPass::eval(&graph, &self.params)
-            };
-            let loss = self.model.loss(&pass, &batch.0, &batch.1, b, t); // scalar
-            let loss = if accum > 1 {
-                loss.div_scalar(accum as f32)
-            } else {
-                loss
-            };
-            *batch = self.batch(false); // the next (X, Y), as train.py prefetches
-            loss.backward_into(&mut self.params);
-            last = loss.item();
-        }
-        if self.args.grad_clip > 0.0 {
-            clip_grad_norm(&mut self.params, self.args.grad_clip);
-        }
-        self.opt.config.lr = lr;
-        self.opt.step(&mut self.params);
-        self.iter += 1;
-        (last as f64 * accum as f64) as f32
-    }
-    // ANCHOR_END: finetune_step
 }
 
-/// train.py's loop (see [`gpt::nanogpt::train::train`]), saving the model
-/// in Hugging Face's layout into `--out` when nanoGPT would write its
-/// checkpoint. `on_eval` runs after each evaluation.
-pub fn train(
-    ft: &mut Finetune,
-    mut on_eval: impl FnMut(&Finetune) -> Result<(), String>,
-) -> Result<(), String> {
-    let args = ft.args.clone();
-    let mut batch = ft.batch(false); // the very first batch
-    let mut t0 = Instant::now();
-    loop {
-        let iter = ft.iter;
-        let lr = args.schedule().get_lr(iter);
-        if iter.is_multiple_of(args.eval_interval) {
-            let (train, val) = ft.estimate_loss();
-            println!("step {iter}: train loss {train:.4}, val loss {val:.4}");
-            if !(train.is_finite() && val.is_finite()) {
-                return Err(format!(
-                    "iteration {iter}: the estimated loss is not finite (train {train}, val {val}); stopping"
-                ));
-            }
-            ft.evals.push((iter, train, val));
-            if val < ft.best_val_loss || args.always_save_checkpoint {
-                ft.best_val_loss = val;
-                if iter > 0 {
-                    println!("saving the model to {}", args.out.display());
-                    hf::save_pretrained(&args.out, &ft.model, &ft.params)?;
-                    ft.saves.push(iter);
-                }
-            }
-            on_eval(ft)?;
-        }
-        let lossf = ft.step(&mut batch, lr);
-        let dt = t0.elapsed().as_secs_f64();
-        t0 = Instant::now();
-        if !lossf.is_finite() {
-            return Err(format!("iteration {iter}: the loss is {lossf}; stopping"));
-        }
-        ft.step_ms.push(dt * 1000.0);
-        if iter.is_multiple_of(args.log_interval) {
-            println!("iter {iter}: loss {lossf:.4}, time {:.2}ms", dt * 1000.0);
-            ft.losses.push((iter, lossf));
-        }
-        if ft.iter > args.max_iters {
-            break;
+/// The fine-tune is train.py's run with GPT-2's model, saved in Hugging
+/// Face's layout: [`train::train`] drives it, as it drives `gpt train`.
+impl TrainPy for Finetune {
+    fn loop_flags(&self) -> LoopFlags {
+        let c = &self.model.config;
+        let model = gpt::model::GptConfig {
+            block_size: c.block_size,
+            vocab_size: c.vocab_size,
+            n_layer: c.n_layer,
+            n_head: c.n_head,
+            n_embd: c.n_embd,
+            dropout: self.args.dropout,
+            bias: true,
+        };
+        LoopFlags {
+            eval_interval: self.args.eval_interval,
+            log_interval: self.args.log_interval,
+            max_iters: self.args.max_iters,
+            eval_only: false,
+            always_save_checkpoint: self.args.always_save_checkpoint,
+            schedule: self.args.schedule(),
+            model,
+            n_params: self.params.count() - c.block_size * c.n_embd,
+            fwdbwd_per_iter: self.args.batch_size * self.args.gradient_accumulation_steps,
         }
     }
-    Ok(())
+
+    fn iter(&self) -> usize {
+        self.iter
+    }
+
+    fn train_batch(&self) -> Batch {
+        self.batch(false)
+    }
+
+    fn estimate_loss(&self) -> (f32, f32) {
+        Finetune::estimate_loss(self)
+    }
+
+    // ANCHOR: finetune_step
+    /// One iteration of train.py ([`train::micro_steps`]) on GPT-2's loss.
+    fn step(&mut self, batch: &mut Batch, lr: f32) -> f32 {
+        let (b, t) = (self.args.batch_size, self.args.block_size);
+        let flags = StepFlags {
+            accum: self.args.gradient_accumulation_steps,
+            dropout: self.args.dropout,
+            grad_clip: self.args.grad_clip,
+            lr,
+        };
+        let (model, data, rng) = (&self.model, &self.data, &self.rng);
+        let loss = train::micro_steps(
+            &mut self.params,
+            &mut self.opt,
+            rng,
+            flags,
+            batch,
+            |pass, (x, y)| model.loss(pass, x, y, b, t),
+            || data.get_batch(false, b, t, &mut rng.borrow_mut()),
+        );
+        self.iter += 1;
+        loss
+    }
+    // ANCHOR_END: finetune_step
+
+    fn history(&mut self) -> &mut History {
+        &mut self.history
+    }
+
+    fn best_val_loss(&mut self) -> &mut f32 {
+        &mut self.best_val_loss
+    }
+
+    fn save(&mut self, iter: usize) -> Result<(), String> {
+        println!("saving the model to {}", self.args.out.display());
+        hf::save_pretrained(&self.args.out, &self.model, &self.params)?;
+        self.saves.push(iter);
+        Ok(())
+    }
 }
 
 /// The files of a fine-tune that the runs page shows.
@@ -481,7 +468,7 @@ pub fn run(args: FinetuneArgs) -> Result<(), String> {
     }
     let started = Instant::now();
     let mut ft = Finetune::start(args)?;
-    let result = train(&mut ft, |ft| write_record(ft, started, false));
+    let result = train::train(&mut ft, |ft| write_record(ft, started, false));
     let finished = write_record(&ft, started, true);
     result.and(finished)
 }
@@ -490,10 +477,11 @@ fn write_record(ft: &Finetune, started: Instant, done: bool) -> Result<(), Strin
     use report::tool_run;
     let dir = &ft.args.out;
     let schedule = ft.args.schedule();
-    let rows = gpt::nanogpt::train::loss_rows(&ft.losses, &ft.evals, "finetune", schedule);
+    let h = &ft.history;
+    let rows = train::loss_rows(&h.losses, &h.evals, "finetune", schedule);
     tool_run::write_loss_files(dir, "GPT-2 fine-tune", &rows)?;
     // Before (iteration 0) and after: the first and the last evaluation.
-    let (final_losses, mut targets) = gpt::nanogpt::train::eval_figures(&ft.evals);
+    let (final_losses, mut targets) = train::eval_figures(&h.evals);
     if let Some(&iter) = ft.saves.last() {
         targets.push(report::Target::info(
             &format!("best val loss (saved at iteration {iter})"),
@@ -507,8 +495,8 @@ fn write_record(ft: &Finetune, started: Instant, done: bool) -> Result<(), Strin
         config: serde_json::to_value(&ft.args).map_err(|e| e.to_string())?,
         stage: "finetune".into(),
         steps: ft.iter,
-        ms_per_step: (!ft.step_ms.is_empty())
-            .then(|| ft.step_ms.iter().sum::<f64>() / ft.step_ms.len() as f64),
+        ms_per_step: (!h.step_ms.is_empty())
+            .then(|| h.step_ms.iter().sum::<f64>() / h.step_ms.len() as f64),
         final_losses,
         source: format!(
             "nanoGPT's train.py with init_from {} (karpathy/nanoGPT 3adf61e, \

@@ -105,7 +105,7 @@ fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
     assert!(!args.decay_lr && args.grad_clip == 1.0 && args.weight_decay == 0.1);
     assert_eq!((args.beta1, args.beta2), (0.9, 0.95));
     let mut ft = Finetune::start(args).unwrap();
-    finetune::train(&mut ft, |_| Ok(())).unwrap();
+    gpt::nanogpt::train::train(&mut ft, |_| Ok(())).unwrap();
 
     let want: Vec<f64> = fx["iter_losses"]
         .as_array()
@@ -114,12 +114,12 @@ fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
         .map(|v| v.as_f64().unwrap())
         .collect();
     assert_eq!(
-        ft.losses.len(),
+        ft.history.losses.len(),
         want.len(),
         "nanoGPT steps at 0..=max_iters"
     );
     let mut worst = 0f64;
-    for (&(iter, got), want) in ft.losses.iter().zip(&want) {
+    for (&(iter, got), want) in ft.history.losses.iter().zip(&want) {
         let gap = (got as f64 - want).abs();
         worst = worst.max(gap);
         assert!(gap < 1e-4, "iteration {iter}: ours {got}, PyTorch {want}");
@@ -129,8 +129,8 @@ fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
         want.len()
     );
     let evals = fx["evals"].as_array().unwrap();
-    assert_eq!(ft.evals.len(), evals.len());
-    for (&(iter, train, val), e) in ft.evals.iter().zip(evals) {
+    assert_eq!(ft.history.evals.len(), evals.len());
+    for (&(iter, train, val), e) in ft.history.evals.iter().zip(evals) {
         assert_eq!(iter as u64, e["iter"].as_u64().unwrap());
         for (got, key) in [(train, "train"), (val, "val")] {
             let want = e[key].as_f64().unwrap();

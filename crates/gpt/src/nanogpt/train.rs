@@ -18,10 +18,15 @@ use crate::data::{Shakespeare, Split};
 use crate::model::GptConfig;
 use crate::nn::ForwardPass;
 use crate::train::{naming_the_tensor, Trainer};
-use autograd::{clip_grad_norm, Graph};
+use autograd::{clip_grad_norm, AdamW, Graph, Params, Var};
 use report::LossRow;
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
 use std::time::Instant;
+use tensor::rng::TorchGenerator;
+
+/// One micro-step's inputs and targets, `(X, Y)`, each `(B, T)` row-major.
+pub type Batch = (Vec<usize>, Vec<usize>);
 
 /// train.py's learning rate: `learning_rate`, or with `decay_lr` a linear
 /// warmup and a cosine decay to `min_lr`.
@@ -204,45 +209,178 @@ impl Run {
             history,
         })
     }
+}
 
-    // ANCHOR: micro_steps
-    /// One iteration: `gradient_accumulation_steps` forward passes, each loss
-    /// divided by their number, the next batch fetched after each forward and
-    /// before its backward (as train.py prefetches), the gradients summed;
-    /// then clipping and AdamW at `lr`. Returns the last micro-step's loss,
-    /// scaled back up as train.py logs it.
-    pub fn step(&mut self, batch: &mut (Vec<usize>, Vec<usize>), lr: f32) -> f32 {
-        let accum = self.args.gradient_accumulation_steps;
-        let (b, t) = (self.args.batch_size, self.args.block_size);
-        let trainer = &mut self.trainer;
-        trainer.params.zero_grad();
-        let mut last = 0.0;
-        for _ in 0..accum {
-            let graph = Graph::new();
-            let pass = if self.args.dropout > 0.0 {
-                ForwardPass::train(&graph, &trainer.params, &trainer.rng)
-            } else {
-                ForwardPass::eval(&graph, &trainer.params)
-            };
-            let loss = trainer.model.loss(&pass, &batch.0, &batch.1, b, t); // scalar
-            let loss = if accum > 1 {
-                loss.div_scalar(accum as f32)
-            } else {
-                loss
-            };
-            *batch = trainer.get_batch(&self.data, Split::Train); // the next (X, Y)
-            loss.backward_into(&mut trainer.params);
-            last = loss.item();
-        }
-        if self.args.grad_clip > 0.0 {
-            clip_grad_norm(&mut trainer.params, self.args.grad_clip);
-        }
-        trainer.opt.config.lr = lr;
-        trainer.opt.step(&mut trainer.params);
-        trainer.iter += 1;
-        last * accum as f32
+/// The flags of one iteration of train.py: micro-steps, dropout, clipping,
+/// and the learning rate of this iteration.
+#[derive(Clone, Copy, Debug)]
+pub struct StepFlags {
+    /// `gradient_accumulation_steps`.
+    pub accum: usize,
+    /// Dropout while training; 0 runs the forward pass without it.
+    pub dropout: f32,
+    /// The gradients' global norm is clipped to this; 0 turns clipping off.
+    pub grad_clip: f32,
+    /// `get_lr(iter)`.
+    pub lr: f32,
+}
+
+// ANCHOR: micro_steps
+/// One iteration of train.py: `accum` forward passes, each loss divided by
+/// their number, the next batch fetched after each forward and before its
+/// backward (as train.py prefetches), the gradients summed; then clipping and
+/// AdamW at `lr`. Returns the last micro-step's loss, scaled back up as
+/// train.py logs it. nanoGPT's own run and the GPT-2 fine-tune both step here,
+/// each with its model's loss.
+pub fn micro_steps(
+    params: &mut Params,
+    opt: &mut AdamW,
+    rng: &RefCell<TorchGenerator>,
+    flags: StepFlags,
+    batch: &mut Batch,
+    loss_of: impl for<'g> Fn(&ForwardPass<'g, '_>, &Batch) -> Var<'g>,
+    next_batch: impl Fn() -> Batch,
+) -> f32 {
+    let accum = flags.accum;
+    params.zero_grad();
+    let mut last = 0.0;
+    for _ in 0..accum {
+        let graph = Graph::new();
+        let pass = if flags.dropout > 0.0 {
+            ForwardPass::train(&graph, params, rng)
+        } else {
+            ForwardPass::eval(&graph, params)
+        };
+        let loss = loss_of(&pass, batch); // scalar
+        let loss = if accum > 1 {
+            loss.div_scalar(accum as f32)
+        } else {
+            loss
+        };
+        *batch = next_batch(); // the next (X, Y)
+        loss.backward_into(params);
+        last = loss.item();
     }
-    // ANCHOR_END: micro_steps
+    if flags.grad_clip > 0.0 {
+        clip_grad_norm(params, flags.grad_clip);
+    }
+    opt.config.lr = flags.lr;
+    opt.step(params);
+    last * accum as f32
+}
+// ANCHOR_END: micro_steps
+
+/// What train.py's loop reads of a run's flags.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopFlags {
+    /// Evaluate (and maybe save) every N iterations.
+    pub eval_interval: usize,
+    /// Print the loss every N iterations.
+    pub log_interval: usize,
+    /// The last iteration: the loop takes `max_iters + 1` steps from 0.
+    pub max_iters: usize,
+    /// Evaluate once and stop.
+    pub eval_only: bool,
+    /// Save after every evaluation, not only when the val loss improved.
+    pub always_save_checkpoint: bool,
+    /// `get_lr`.
+    pub schedule: Schedule,
+    /// The model's shape, for the MFU estimate.
+    pub model: GptConfig,
+    /// Its parameters, as `model.get_num_params()` counts them.
+    pub n_params: usize,
+    /// Forward-backward passes of `batch_size` sequences per iteration.
+    pub fwdbwd_per_iter: usize,
+}
+
+/// A run that train.py's loop ([`train`]) drives: nanoGPT's own ([`Run`])
+/// and the GPT-2 fine-tune (`gpt2::finetune`). They differ in their model
+/// and in what they save; the loop is one.
+pub trait TrainPy {
+    /// The loop's flags.
+    fn loop_flags(&self) -> LoopFlags;
+    /// The next iteration.
+    fn iter(&self) -> usize;
+    /// `get_batch('train')`.
+    fn train_batch(&self) -> Batch;
+    /// `estimate_loss()`: the mean train and val losses.
+    fn estimate_loss(&self) -> (f32, f32);
+    /// One iteration at `lr` ([`micro_steps`]); returns the loss train.py logs.
+    fn step(&mut self, batch: &mut Batch, lr: f32) -> f32;
+    /// The losses and evaluations so far.
+    fn history(&mut self) -> &mut History;
+    /// The lowest val loss so far (1e9 before any evaluation).
+    fn best_val_loss(&mut self) -> &mut f32;
+    /// Saves what train.py saves at iteration `iter` after an evaluation,
+    /// printing its line.
+    fn save(&mut self, iter: usize) -> Result<(), String>;
+}
+
+impl TrainPy for Run {
+    fn loop_flags(&self) -> LoopFlags {
+        let args = &self.args;
+        let model = args.model_args(self.data.vocab.len());
+        LoopFlags {
+            eval_interval: args.eval_interval,
+            log_interval: args.log_interval,
+            max_iters: args.max_iters,
+            eval_only: args.eval_only,
+            always_save_checkpoint: args.always_save_checkpoint,
+            schedule: args.schedule(),
+            model,
+            n_params: num_params(&self.trainer, &model),
+            fwdbwd_per_iter: args.batch_size * args.gradient_accumulation_steps,
+        }
+    }
+
+    fn iter(&self) -> usize {
+        self.trainer.iter
+    }
+
+    fn train_batch(&self) -> Batch {
+        self.trainer.get_batch(&self.data, Split::Train)
+    }
+
+    fn estimate_loss(&self) -> (f32, f32) {
+        let e = self.trainer.estimate_loss(&self.data);
+        (e.train, e.val)
+    }
+
+    fn step(&mut self, batch: &mut Batch, lr: f32) -> f32 {
+        let (b, t) = (self.args.batch_size, self.args.block_size);
+        let flags = StepFlags {
+            accum: self.args.gradient_accumulation_steps,
+            dropout: self.args.dropout,
+            grad_clip: self.args.grad_clip,
+            lr,
+        };
+        let (trainer, data) = (&mut self.trainer, &self.data);
+        let (model, rng) = (&trainer.model, &trainer.rng);
+        let loss = micro_steps(
+            &mut trainer.params,
+            &mut trainer.opt,
+            rng,
+            flags,
+            batch,
+            |pass, (x, y)| model.loss(pass, x, y, b, t),
+            || data.get_batch(Split::Train, b, t, &mut rng.borrow_mut()),
+        );
+        trainer.iter += 1;
+        loss
+    }
+
+    fn history(&mut self) -> &mut History {
+        &mut self.history
+    }
+
+    fn best_val_loss(&mut self) -> &mut f32 {
+        &mut self.best_val_loss
+    }
+
+    fn save(&mut self, _iter: usize) -> Result<(), String> {
+        println!("saving checkpoint to {}", self.args.out_dir.display());
+        Checkpoint::of(self).save(&self.args.out_dir.join(checkpoint::FILE))
+    }
 }
 
 /// `configure_optimizers`' two lines about its groups.
@@ -284,50 +422,44 @@ pub fn thousands(n: usize) -> String {
 
 // ANCHOR: train_loop
 /// train.py's loop from the run's iteration: set the learning rate; every
-/// `eval_interval` iterations estimate both losses, print them and save the
-/// checkpoint if the val loss improved (or always, with
-/// `always_save_checkpoint`), never at iteration 0; then step; log every
-/// `log_interval`; stop after iteration `max_iters`, so a run from scratch
-/// takes `max_iters + 1` steps, as nanoGPT's does. `on_eval` runs after each
-/// evaluation (the report and the runs page).
-pub fn train(
-    run: &mut Run,
-    mut on_eval: impl FnMut(&Run) -> Result<(), String>,
+/// `eval_interval` iterations estimate both losses, print them and save if
+/// the val loss improved (or always, with `always_save_checkpoint`), never at
+/// iteration 0; then step; log every `log_interval`; stop after iteration
+/// `max_iters`, so a run from scratch takes `max_iters + 1` steps, as
+/// nanoGPT's does. `on_eval` runs after each evaluation (the report and the
+/// runs page). A loss that is not finite stops the run, naming the step and
+/// the first tensor that went non-finite.
+pub fn train<R: TrainPy>(
+    run: &mut R,
+    mut on_eval: impl FnMut(&R) -> Result<(), String>,
 ) -> Result<(), String> {
-    let args = run.args.clone();
-    let model = args.model_args(run.data.vocab.len());
-    let n_params = num_params(&run.trainer, &model);
-    let mut batch = run.trainer.get_batch(&run.data, Split::Train); // the very first batch
+    let flags = run.loop_flags();
+    let mut batch = run.train_batch(); // the very first batch
     let mut t0 = Instant::now();
     let mut local_iter = 0;
     let mut running_mfu = -1.0;
     loop {
-        let iter = run.trainer.iter;
-        let lr = args.schedule().get_lr(iter);
-        if iter.is_multiple_of(args.eval_interval) || args.eval_only {
-            let e = run.trainer.estimate_loss(&run.data);
-            println!(
-                "step {iter}: train loss {:.4}, val loss {:.4}",
-                e.train, e.val
-            );
-            if !(e.train.is_finite() && e.val.is_finite()) {
+        let iter = run.iter();
+        let lr = flags.schedule.get_lr(iter);
+        if iter.is_multiple_of(flags.eval_interval) || flags.eval_only {
+            let (train, val) = run.estimate_loss();
+            println!("step {iter}: train loss {train:.4}, val loss {val:.4}");
+            if !(train.is_finite() && val.is_finite()) {
                 return Err(naming_the_tensor(format!(
-                    "iteration {iter}: the estimated loss is not finite (train {}, val {}); stopping",
-                    e.train, e.val
+                    "iteration {iter}: the estimated loss is not finite (train {train}, val {val}); stopping"
                 )));
             }
-            run.history.evals.push((iter, e.train, e.val));
-            let improved = e.val < run.best_val_loss || args.always_save_checkpoint;
-            if improved && !args.eval_only {
-                run.best_val_loss = e.val;
+            run.history().evals.push((iter, train, val));
+            let improved = val < *run.best_val_loss() || flags.always_save_checkpoint;
+            if improved && !flags.eval_only {
+                *run.best_val_loss() = val;
                 if iter > 0 {
-                    println!("saving checkpoint to {}", args.out_dir.display());
-                    Checkpoint::of(run).save(&args.out_dir.join(checkpoint::FILE))?;
+                    run.save(iter)?;
                 }
             }
             on_eval(run)?;
         }
-        if args.eval_only {
+        if flags.eval_only {
             // nanoGPT breaks at iteration 0 only, so a resumed run of its
             // would train on; here --eval-only always evaluates and stops.
             break;
@@ -340,11 +472,10 @@ pub fn train(
                 "iteration {iter}: the loss is {lossf}; stopping"
             )));
         }
-        run.history.step_ms.push(dt * 1000.0);
-        if iter.is_multiple_of(args.log_interval) {
+        run.history().step_ms.push(dt * 1000.0);
+        if iter.is_multiple_of(flags.log_interval) {
             if local_iter >= 5 {
-                let fwdbwd = args.batch_size * args.gradient_accumulation_steps;
-                let mfu = estimate_mfu(n_params, &model, fwdbwd, dt);
+                let mfu = estimate_mfu(flags.n_params, &flags.model, flags.fwdbwd_per_iter, dt);
                 running_mfu = if running_mfu == -1.0 {
                     mfu
                 } else {
@@ -356,10 +487,10 @@ pub fn train(
                 dt * 1000.0,
                 running_mfu * 100.0
             );
-            run.history.losses.push((iter, lossf));
+            run.history().losses.push((iter, lossf));
         }
         local_iter += 1;
-        if run.trainer.iter > args.max_iters {
+        if run.iter() > flags.max_iters {
             break;
         }
     }
