@@ -12,7 +12,7 @@ use std::time::Instant;
 const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
 
 pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
-    if args.compile {
+    if args.train_py.compile {
         println!("--compile=True: there is nothing to compile here; ignored");
     }
     let started = Instant::now();
@@ -30,7 +30,7 @@ pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
 fn write_record(run: &Run, first_iter: usize, started: Instant, done: bool) -> Result<(), String> {
     let dir = &run.args.out_dir;
     let h = &run.history;
-    let rows = train::loss_rows(&h.losses, &h.evals, "train", run.args.schedule());
+    let rows = train::loss_rows(&h.losses, &h.evals, "train", run.args.train_py.schedule());
     tool_run::write_loss_files(dir, "nanoGPT train", &rows)?;
     let (final_losses, mut targets) = train::eval_figures(&h.evals);
     if run.best_val_loss < 1e9 {
@@ -43,7 +43,7 @@ fn write_record(run: &Run, first_iter: usize, started: Instant, done: bool) -> R
     ToolReport {
         tool: "nanogpt".into(),
         crate_name: "gpt".into(),
-        seed: run.args.seed,
+        seed: run.args.train_py.seed,
         config: serde_json::to_value(&run.args).map_err(|e| e.to_string())?,
         stage: "train".into(),
         steps: run.trainer.iter,

@@ -99,7 +99,11 @@ fn train_tracks_train_py_for_200_iterations() {
     let out = temp_dir("train");
     let args = train_args(&fixtures().join("prepared"), &out, &t["args"]);
     assert_eq!(
-        (args.max_iters, args.eval_interval, args.n_embd),
+        (
+            args.train_py.max_iters,
+            args.train_py.eval_interval,
+            args.n_embd
+        ),
         (200, 100, 128)
     );
     let mut run = Run::start(args).unwrap();

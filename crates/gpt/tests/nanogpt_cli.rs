@@ -131,7 +131,7 @@ fn prepare_train_resume_sample() {
     );
     let ckpt = out.join("ckpt.safetensors");
     let saved = gpt::nanogpt::checkpoint::Checkpoint::load(&ckpt).unwrap();
-    assert_eq!((saved.iter_num, saved.config.beta2), (8, 0.99));
+    assert_eq!((saved.iter_num, saved.config.train_py.beta2), (8, 0.99));
     // --eval-only on a checkpoint: one evaluation, no step, nothing saved.
     let before = std::fs::read(&ckpt).unwrap();
     let mut eval_only = resume.clone();

@@ -24,21 +24,31 @@ use crate::model::Gpt;
 use crate::shards::{Layout, ShardFormat, TokenShard};
 use autograd::{AdamW, AdamWConfig, ForwardPass, Graph, Init, Params};
 use clap::Args;
-use gpt::nanogpt::train::{self, Batch, History, LoopFlags, Schedule, StepFlags, TrainPy};
+use gpt::nanogpt::configurator::TrainPyArgs;
+use gpt::nanogpt::train::{self, Batch, History, LoopFlags, TrainPy};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tensor::rng::TorchGenerator;
 
-/// A Python boolean (`True`/`False`), as nanoGPT's configurator reads it.
-fn python_bool(s: &str) -> Result<bool, String> {
-    gpt::nanogpt::configurator::python_bool(s)
-}
-
-/// `train.py`'s keys for a fine-tune, spelled `--batch-size 1` or `--batch_size=1`.
+/// `gpt2 finetune`'s flags: nanoGPT's train.py keys ([`TrainPyArgs`]) with
+/// `config/finetune_shakespeare.py`'s values as defaults, scaled to a CPU
+/// (it takes `gradient_accumulation_steps` 32, `block_size` 1024 and
+/// `eval_iters` 40; here 4, 256 and 8), and the model, data and output folders.
 #[derive(Args, Clone, Debug, Serialize)]
-#[command(args_override_self = true)]
+#[command(
+    args_override_self = true,
+    mut_arg("eval_interval", |a| a.default_value("5")),
+    mut_arg("eval_iters", |a| a.default_value("8")),
+    mut_arg("always_save_checkpoint", |a| a.default_value("False")),
+    mut_arg("gradient_accumulation_steps", |a| a.default_value("4")),
+    mut_arg("batch_size", |a| a.default_value("1")),
+    mut_arg("block_size", |a| a.default_value("256")),
+    mut_arg("learning_rate", |a| a.default_value("3e-5")),
+    mut_arg("max_iters", |a| a.default_value("20")),
+    mut_arg("decay_lr", |a| a.default_value("False"))
+)]
 pub struct FinetuneArgs {
     /// A GPT-2 in Hugging Face's layout: config.json and model.safetensors.
     #[arg(long)]
@@ -49,129 +59,21 @@ pub struct FinetuneArgs {
     /// Where the fine-tuned model (config.json, model.safetensors), report.json, loss.csv and plots go.
     #[arg(long, alias = "out-dir", alias = "out_dir")]
     pub out: PathBuf,
-    /// Evaluate (and save if the val loss improved) every N iterations.
-    #[arg(long = "eval-interval", alias = "eval_interval", default_value_t = 5)]
-    pub eval_interval: usize,
-    /// Print the loss every N iterations.
-    #[arg(long = "log-interval", alias = "log_interval", default_value_t = 1)]
-    pub log_interval: usize,
-    /// Batches per split in each evaluation (finetune_shakespeare.py: 40).
-    #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 8)]
-    pub eval_iters: usize,
-    /// Save after every evaluation, not only when the val loss improved.
-    #[arg(long = "always-save-checkpoint", alias = "always_save_checkpoint", default_value = "False",
-          num_args = 0..=1, default_missing_value = "True", value_parser = python_bool)]
-    pub always_save_checkpoint: bool,
-    /// Micro-batches per iteration (finetune_shakespeare.py: 32).
-    #[arg(
-        long = "gradient-accumulation-steps",
-        alias = "gradient_accumulation_steps",
-        default_value_t = 4
-    )]
-    pub gradient_accumulation_steps: usize,
-    /// Sequences per micro-batch.
-    #[arg(long = "batch-size", alias = "batch_size", default_value_t = 1)]
-    pub batch_size: usize,
-    /// Context length in tokens; the model's position embeddings are cropped to it (finetune_shakespeare.py: 1024).
-    #[arg(long = "block-size", alias = "block_size", default_value_t = 256)]
-    pub block_size: usize,
-    /// Dropout while training (nanoGPT's `override_args`).
-    #[arg(long, default_value_t = 0.0)]
-    pub dropout: f32,
-    /// The learning rate.
-    #[arg(
-        long = "learning-rate",
-        alias = "learning_rate",
-        default_value_t = 3e-5
-    )]
-    pub learning_rate: f32,
-    /// Train until this iteration (steps 0..=max_iters).
-    #[arg(long = "max-iters", alias = "max_iters", default_value_t = 20)]
-    pub max_iters: usize,
-    /// AdamW weight decay of the matrices.
-    #[arg(long = "weight-decay", alias = "weight_decay", default_value_t = 0.1)]
-    pub weight_decay: f32,
-    /// AdamW β₁.
-    #[arg(long, default_value_t = 0.9)]
-    pub beta1: f32,
-    /// AdamW β₂.
-    #[arg(long, default_value_t = 0.95)]
-    pub beta2: f32,
-    /// Clip the gradients' global norm to this; 0 turns clipping off.
-    #[arg(long = "grad-clip", alias = "grad_clip", default_value_t = 1.0)]
-    pub grad_clip: f32,
-    /// Warmup and cosine decay (train.py's); the fine-tune keeps the rate constant.
-    #[arg(long = "decay-lr", alias = "decay_lr", default_value = "False", num_args = 0..=1,
-          default_missing_value = "True", value_parser = python_bool)]
-    pub decay_lr: bool,
-    /// Linear warmup iterations, with --decay-lr.
-    #[arg(long = "warmup-iters", alias = "warmup_iters", default_value_t = 2000)]
-    pub warmup_iters: usize,
-    /// The iteration at which the cosine reaches min_lr, with --decay-lr.
-    #[arg(
-        long = "lr-decay-iters",
-        alias = "lr_decay_iters",
-        default_value_t = 600000
-    )]
-    pub lr_decay_iters: usize,
-    /// The learning rate's floor, with --decay-lr.
-    #[arg(long = "min-lr", alias = "min_lr", default_value_t = 6e-5)]
-    pub min_lr: f32,
-    /// Only `cpu`.
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
-    /// Accepted for nanoGPT's lines; nothing to compile here.
-    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
-          value_parser = python_bool)]
-    pub compile: bool,
-    /// `torch.manual_seed` (nanoGPT: 1337).
-    #[arg(long, default_value_t = 1337)]
-    pub seed: u64,
+    /// train.py's keys that every loop reads.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub train_py: TrainPyArgs,
 }
 
 impl FinetuneArgs {
     /// The flags' errors, each naming its flag (the checks `gpt train` makes).
     pub fn check(&self) -> Result<(), String> {
-        use gpt::nanogpt::configurator::{check_optimizer, check_positive, check_utf8_paths};
-        check_utf8_paths(&[
+        gpt::nanogpt::configurator::check_utf8_paths(&[
             ("--model", &self.model),
             ("--data", &self.data),
             ("--out", &self.out),
         ])?;
-        check_positive(&[
-            ("--eval-interval", self.eval_interval),
-            ("--log-interval", self.log_interval),
-            ("--eval-iters", self.eval_iters),
-            (
-                "--gradient-accumulation-steps",
-                self.gradient_accumulation_steps,
-            ),
-            ("--batch-size", self.batch_size),
-            ("--block-size", self.block_size),
-        ])?;
-        check_optimizer(
-            self.dropout,
-            [
-                ("--learning-rate", self.learning_rate),
-                ("--min-lr", self.min_lr),
-                ("--weight-decay", self.weight_decay),
-                ("--grad-clip", self.grad_clip),
-            ],
-            (self.beta1, self.beta2),
-            &self.device,
-        )?;
-        self.schedule().check(self.max_iters)
-    }
-
-    /// The learning-rate schedule: constant unless `--decay-lr`.
-    pub fn schedule(&self) -> Schedule {
-        Schedule {
-            learning_rate: self.learning_rate,
-            decay_lr: self.decay_lr,
-            warmup_iters: self.warmup_iters,
-            lr_decay_iters: self.lr_decay_iters,
-            min_lr: self.min_lr,
-        }
+        self.train_py.check()
     }
 }
 
@@ -273,10 +175,10 @@ impl Finetune {
     pub fn start(args: FinetuneArgs) -> Result<Finetune, String> {
         args.check()?;
         let config = hf::read_config(&args.model.join("config.json"))?;
-        if args.block_size > config.block_size {
+        if args.train_py.block_size > config.block_size {
             return Err(format!(
                 "--block-size {} is longer than the {} positions of {}",
-                args.block_size,
+                args.train_py.block_size,
                 config.block_size,
                 args.model.display()
             ));
@@ -287,25 +189,27 @@ impl Finetune {
             n_layer: config.n_layer,
             n_head: config.n_head,
             n_embd: config.n_embd,
-            dropout: args.dropout,
+            dropout: args.train_py.dropout,
             bias: true,
         };
         use gpt::nanogpt::configurator::{check_memory, training_floats};
         let cropped = gpt::model::GptConfig {
-            block_size: args.block_size,
+            block_size: args.train_py.block_size,
             ..model_args
         };
         check_memory(
-            training_floats(&cropped, args.batch_size),
+            training_floats(&cropped, args.train_py.batch_size),
             "--batch-size, --block-size and the model's size",
         )?;
-        let tokens = args.gradient_accumulation_steps * args.batch_size * args.block_size;
+        let tokens = args.train_py.gradient_accumulation_steps
+            * args.train_py.batch_size
+            * args.train_py.block_size;
         println!(
             "tokens per iteration will be: {}",
             gpt::nanogpt::train::thousands(tokens)
         );
         println!("Initializing from GPT-2 weights: {}", args.model.display());
-        let mut rng = TorchGenerator::manual_seed(args.seed);
+        let mut rng = TorchGenerator::manual_seed(args.train_py.seed);
         // ANCHOR: load_pretrained
         // GPT.from_pretrained builds GPT(config) first: its initial draws are
         // spent before the weights replace them, so the batches that follow
@@ -316,20 +220,24 @@ impl Finetune {
             gpt::model::Gpt::new(&mut init, model_args);
         }
         let (mut model, mut params) = hf::from_pretrained(&args.model)?;
-        model.set_dropout(args.dropout); // override_args = dict(dropout=dropout)
-        if args.block_size < model.config.block_size {
-            model.crop_block_size(&mut params, args.block_size); // model surgery
+        model.set_dropout(args.train_py.dropout); // override_args = dict(dropout=dropout)
+        if args.train_py.block_size < model.config.block_size {
+            model.crop_block_size(&mut params, args.train_py.block_size); // model surgery
         }
         // ANCHOR_END: load_pretrained
         let n = params.count() - model.config.block_size * model.config.n_embd;
         println!("number of parameters: {:.2}M", n as f64 / 1e6);
-        let data = Data::open(&args.data, model.config.vocab_size, args.block_size)?;
+        let data = Data::open(
+            &args.data,
+            model.config.vocab_size,
+            args.train_py.block_size,
+        )?;
         let opt = AdamW::decay_matrices_only(
             AdamWConfig {
-                lr: args.learning_rate,
-                betas: (args.beta1, args.beta2),
+                lr: args.train_py.learning_rate,
+                betas: (args.train_py.beta1, args.train_py.beta2),
                 eps: 1e-8,
-                weight_decay: args.weight_decay,
+                weight_decay: args.train_py.weight_decay,
             },
             &params,
         );
@@ -348,24 +256,24 @@ impl Finetune {
     }
 
     fn batch(&self, val: bool) -> (Vec<usize>, Vec<usize>) {
-        let (b, t) = (self.args.batch_size, self.args.block_size);
+        let (b, t) = (self.args.train_py.batch_size, self.args.train_py.block_size);
         self.data.get_batch(val, b, t, &mut self.rng.borrow_mut())
     }
 
     /// `estimate_loss()`: the mean loss of `eval_iters` batches of each split,
     /// without dropout or a graph.
     pub fn estimate_loss(&self) -> (f32, f32) {
-        let (b, t) = (self.args.batch_size, self.args.block_size);
+        let (b, t) = (self.args.train_py.batch_size, self.args.train_py.block_size);
         let mut means = [0f32; 2];
         for (mean, val) in means.iter_mut().zip([false, true]) {
             let mut sum = 0f64;
-            for _ in 0..self.args.eval_iters {
+            for _ in 0..self.args.train_py.eval_iters {
                 let (x, y) = self.batch(val); // (B, T), (B, T)
                 let graph = Graph::no_grad();
                 let pass = ForwardPass::eval(&graph, &self.params);
                 sum += self.model.loss(&pass, &x, &y, b, t).item() as f64;
             }
-            *mean = (sum / self.args.eval_iters as f64) as f32;
+            *mean = (sum / self.args.train_py.eval_iters as f64) as f32;
         }
         (means[0], means[1])
     }
@@ -382,19 +290,20 @@ impl TrainPy for Finetune {
             n_layer: c.n_layer,
             n_head: c.n_head,
             n_embd: c.n_embd,
-            dropout: self.args.dropout,
+            dropout: self.args.train_py.dropout,
             bias: true,
         };
         LoopFlags {
-            eval_interval: self.args.eval_interval,
-            log_interval: self.args.log_interval,
-            max_iters: self.args.max_iters,
+            eval_interval: self.args.train_py.eval_interval,
+            log_interval: self.args.train_py.log_interval,
+            max_iters: self.args.train_py.max_iters,
             eval_only: false,
-            always_save_checkpoint: self.args.always_save_checkpoint,
-            schedule: self.args.schedule(),
+            always_save_checkpoint: self.args.train_py.always_save_checkpoint,
+            schedule: self.args.train_py.schedule(),
             model,
             n_params: self.params.count() - c.block_size * c.n_embd,
-            fwdbwd_per_iter: self.args.batch_size * self.args.gradient_accumulation_steps,
+            fwdbwd_per_iter: self.args.train_py.batch_size
+                * self.args.train_py.gradient_accumulation_steps,
         }
     }
 
@@ -413,13 +322,8 @@ impl TrainPy for Finetune {
     // ANCHOR: finetune_step
     /// One iteration of train.py ([`train::micro_steps`]) on GPT-2's loss.
     fn step(&mut self, batch: &mut Batch, lr: f32) -> f32 {
-        let (b, t) = (self.args.batch_size, self.args.block_size);
-        let flags = StepFlags {
-            accum: self.args.gradient_accumulation_steps,
-            dropout: self.args.dropout,
-            grad_clip: self.args.grad_clip,
-            lr,
-        };
+        let (b, t) = (self.args.train_py.batch_size, self.args.train_py.block_size);
+        let flags = self.args.train_py.step_flags(lr);
         let (model, data, rng) = (&self.model, &self.data, &self.rng);
         let loss = train::micro_steps(
             &mut self.params,
@@ -476,7 +380,7 @@ pub fn run(args: FinetuneArgs) -> Result<(), String> {
 fn write_record(ft: &Finetune, started: Instant, done: bool) -> Result<(), String> {
     use report::tool_run;
     let dir = &ft.args.out;
-    let schedule = ft.args.schedule();
+    let schedule = ft.args.train_py.schedule();
     let h = &ft.history;
     let rows = train::loss_rows(&h.losses, &h.evals, "finetune", schedule);
     tool_run::write_loss_files(dir, "GPT-2 fine-tune", &rows)?;
@@ -491,7 +395,7 @@ fn write_record(ft: &Finetune, started: Instant, done: bool) -> Result<(), Strin
     tool_run::ToolReport {
         tool: "gpt2-finetune".into(),
         crate_name: "gpt2".into(),
-        seed: ft.args.seed,
+        seed: ft.args.train_py.seed,
         config: serde_json::to_value(&ft.args).map_err(|e| e.to_string())?,
         stage: "finetune".into(),
         steps: ft.iter,

@@ -92,18 +92,17 @@ fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
         ])
         .args
     };
-    let args = FinetuneArgs {
-        batch_size: int("batch_size"),
-        block_size: int("block_size"),
-        gradient_accumulation_steps: int("gradient_accumulation_steps"),
-        max_iters: int("max_iters"),
-        eval_interval: int("eval_interval"),
-        eval_iters: int("eval_iters"),
-        learning_rate: float("learning_rate"),
-        ..args
-    };
-    assert!(!args.decay_lr && args.grad_clip == 1.0 && args.weight_decay == 0.1);
-    assert_eq!((args.beta1, args.beta2), (0.9, 0.95));
+    let mut args = args;
+    let t = &mut args.train_py;
+    t.batch_size = int("batch_size");
+    t.block_size = int("block_size");
+    t.gradient_accumulation_steps = int("gradient_accumulation_steps");
+    t.max_iters = int("max_iters");
+    t.eval_interval = int("eval_interval");
+    t.eval_iters = int("eval_iters");
+    t.learning_rate = float("learning_rate");
+    assert!(!t.decay_lr && t.grad_clip == 1.0 && t.weight_decay == 0.1);
+    assert_eq!((t.beta1, t.beta2), (0.9, 0.95));
     let mut ft = Finetune::start(args).unwrap();
     gpt::nanogpt::train::train(&mut ft, |_| Ok(())).unwrap();
 
@@ -152,7 +151,7 @@ fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
     // the PyTorch model at the same iteration, on the first 16 val tokens.
     let (model, params) = gpt2::hf::from_pretrained(&out).unwrap();
     assert_eq!(
-        model.config.block_size, ft.args.block_size,
+        model.config.block_size, ft.args.train_py.block_size,
         "cropped, as saved"
     );
     let val = std::fs::read(fixtures().join("nanogpt_bpe/val.bin")).unwrap();
@@ -236,10 +235,9 @@ fn bad_inputs_are_refused_naming_the_folder_or_flag() {
     let e = err(base(&other, &data, &dir.join("out")));
     assert!(e.contains("other/config.json"), "{e}");
     // A block size past the model's positions.
-    let e = err(FinetuneArgs {
-        block_size: 65,
-        ..base(&tiny, &data, &dir.join("out"))
-    });
+    let mut args = base(&tiny, &data, &dir.join("out"));
+    args.train_py.block_size = 65;
+    let e = err(args);
     assert!(
         e.contains("--block-size 65") && e.contains("64 positions"),
         "{e}"
@@ -261,10 +259,9 @@ fn bad_inputs_are_refused_naming_the_folder_or_flag() {
     let e = err(base(&tiny, &short, &dir.join("out")));
     assert!(e.contains("meta.pkl") && e.contains("character ids"), "{e}");
     // A batch far past any machine's memory is refused before it is allocated.
-    let e = err(FinetuneArgs {
-        batch_size: 1 << 40,
-        ..base(&tiny, &data, &dir.join("out"))
-    });
+    let mut args = base(&tiny, &data, &dir.join("out"));
+    args.train_py.batch_size = 1 << 40;
+    let e = err(args);
     assert!(e.contains("--batch-size") && e.contains("GiB"), "{e}");
     // --out that already holds a model is not overwritten.
     let out = dir.join("taken");

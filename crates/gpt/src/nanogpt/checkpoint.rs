@@ -102,9 +102,13 @@ impl Checkpoint {
     pub fn take_optimizer_settings(&self, args: &mut TrainArgs) {
         let saved = &self.config;
         for (flag, ours, theirs) in [
-            ("--beta1", &mut args.beta1, saved.beta1),
-            ("--beta2", &mut args.beta2, saved.beta2),
-            ("--weight-decay", &mut args.weight_decay, saved.weight_decay),
+            ("--beta1", &mut args.train_py.beta1, saved.train_py.beta1),
+            ("--beta2", &mut args.train_py.beta2, saved.train_py.beta2),
+            (
+                "--weight-decay",
+                &mut args.train_py.weight_decay,
+                saved.train_py.weight_decay,
+            ),
         ] {
             if *ours != theirs {
                 println!(

@@ -20,81 +20,57 @@ pub fn python_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-/// `train.py`'s configuration keys. Each flag is spelled both `--batch-size 12`
-/// and nanoGPT's `--batch_size=12`; booleans take `=True` and `=False`.
+/// `train.py`'s configuration keys that every nanoGPT loop here reads, `gpt
+/// train`'s ([`TrainArgs`]) and `gpt2 finetune`'s, with train.py's own
+/// defaults (but the CPU for `device`, and no `compile`). Each tool flattens
+/// them and lays its config file's values over these defaults, as
+/// configurator.py lays a config file over train.py's globals. Each flag is
+/// spelled both `--batch-size 12` and nanoGPT's `--batch_size=12`; booleans
+/// take `=True` and `=False`.
 #[derive(Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TrainArgs {
-    /// A folder with train.bin, val.bin and meta.pkl (`gpt prepare`, or nanoGPT's prepare.py).
-    #[arg(long, alias = "dataset")]
-    pub data: PathBuf,
-    /// Where ckpt.safetensors, report.json, loss.csv and the plots go.
-    #[arg(
-        long = "out-dir",
-        alias = "out_dir",
-        alias = "out",
-        default_value = "out"
-    )]
-    pub out_dir: PathBuf,
+pub struct TrainPyArgs {
     /// Evaluate (and maybe checkpoint) every N iterations.
-    #[arg(long = "eval-interval", alias = "eval_interval", default_value_t = 250)]
+    #[arg(
+        long = "eval-interval",
+        alias = "eval_interval",
+        default_value_t = 2000
+    )]
     pub eval_interval: usize,
     /// Print the loss every N iterations.
     #[arg(long = "log-interval", alias = "log_interval", default_value_t = 1)]
     pub log_interval: usize,
     /// Batches per split in each evaluation.
-    #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 20)]
+    #[arg(long = "eval-iters", alias = "eval_iters", default_value_t = 200)]
     pub eval_iters: usize,
-    /// Evaluate once and stop, saving nothing: with `--init-from resume`, the
-    /// checkpoint's model on both splits (nanoGPT's own stops only at
-    /// iteration 0, and would train a resumed run on).
-    #[arg(long = "eval-only", alias = "eval_only", default_value = "False", num_args = 0..=1,
-          default_missing_value = "True", value_parser = python_bool)]
-    pub eval_only: bool,
     /// Save after every evaluation, not only when the val loss improved.
-    #[arg(long = "always-save-checkpoint", alias = "always_save_checkpoint", default_value = "False",
+    #[arg(long = "always-save-checkpoint", alias = "always_save_checkpoint", default_value = "True",
           num_args = 0..=1, default_missing_value = "True", value_parser = python_bool)]
     pub always_save_checkpoint: bool,
-    /// `scratch`, or `resume` from OUT_DIR/ckpt.safetensors.
-    #[arg(long = "init-from", alias = "init_from", default_value = "scratch")]
-    pub init_from: String,
     /// Micro-batches per iteration, their gradients summed.
     #[arg(
         long = "gradient-accumulation-steps",
         alias = "gradient_accumulation_steps",
-        default_value_t = 1
+        default_value_t = 40
     )]
     pub gradient_accumulation_steps: usize,
     /// Sequences per micro-batch.
     #[arg(long = "batch-size", alias = "batch_size", default_value_t = 12)]
     pub batch_size: usize,
-    /// Context length in characters.
-    #[arg(long = "block-size", alias = "block_size", default_value_t = 64)]
+    /// Context length in tokens (a GPT-2's position embeddings are cropped to it).
+    #[arg(long = "block-size", alias = "block_size", default_value_t = 1024)]
     pub block_size: usize,
-    /// Transformer blocks.
-    #[arg(long = "n-layer", alias = "n_layer", default_value_t = 4)]
-    pub n_layer: usize,
-    /// Attention heads.
-    #[arg(long = "n-head", alias = "n_head", default_value_t = 4)]
-    pub n_head: usize,
-    /// Width of the residual stream.
-    #[arg(long = "n-embd", alias = "n_embd", default_value_t = 128)]
-    pub n_embd: usize,
     /// Dropout probability while training.
     #[arg(long, default_value_t = 0.0)]
     pub dropout: f32,
-    /// Biases in the Linears and LayerNorms.
-    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
-          value_parser = python_bool)]
-    pub bias: bool,
     /// Peak learning rate.
     #[arg(
         long = "learning-rate",
         alias = "learning_rate",
-        default_value_t = 1e-3
+        default_value_t = 6e-4
     )]
     pub learning_rate: f32,
     /// Train until this iteration (nanoGPT steps at 0..=max_iters).
-    #[arg(long = "max-iters", alias = "max_iters", default_value_t = 2000)]
+    #[arg(long = "max-iters", alias = "max_iters", default_value_t = 600000)]
     pub max_iters: usize,
     /// AdamW weight decay of the matrices (the other parameters get none).
     #[arg(long = "weight-decay", alias = "weight_decay", default_value_t = 0.1)]
@@ -103,7 +79,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0.9)]
     pub beta1: f32,
     /// AdamW β₂.
-    #[arg(long, default_value_t = 0.99)]
+    #[arg(long, default_value_t = 0.95)]
     pub beta2: f32,
     /// Clip the gradients' global norm to this; 0 turns clipping off.
     #[arg(long = "grad-clip", alias = "grad_clip", default_value_t = 1.0)]
@@ -113,17 +89,17 @@ pub struct TrainArgs {
           default_missing_value = "True", value_parser = python_bool)]
     pub decay_lr: bool,
     /// Linear warmup iterations.
-    #[arg(long = "warmup-iters", alias = "warmup_iters", default_value_t = 100)]
+    #[arg(long = "warmup-iters", alias = "warmup_iters", default_value_t = 2000)]
     pub warmup_iters: usize,
     /// The iteration at which the cosine reaches min_lr.
     #[arg(
         long = "lr-decay-iters",
         alias = "lr_decay_iters",
-        default_value_t = 2000
+        default_value_t = 600000
     )]
     pub lr_decay_iters: usize,
     /// The learning rate's floor.
-    #[arg(long = "min-lr", alias = "min_lr", default_value_t = 1e-4)]
+    #[arg(long = "min-lr", alias = "min_lr", default_value_t = 6e-5)]
     pub min_lr: f32,
     /// Only `cpu`: accepted so that the flags of nanoGPT's CPU line can be pasted.
     #[arg(long, default_value = "cpu")]
@@ -137,11 +113,10 @@ pub struct TrainArgs {
     pub seed: u64,
 }
 
-impl TrainArgs {
-    /// The flags' errors, before any file is read: each names its flag.
+impl TrainPyArgs {
+    /// The shared flags' errors, each naming its flag.
     pub fn check(&self) -> Result<(), String> {
-        check_utf8_paths(&[("--data", &self.data), ("--out-dir", &self.out_dir)])?;
-        let positive = [
+        check_positive(&[
             ("--eval-interval", self.eval_interval),
             ("--log-interval", self.log_interval),
             ("--eval-iters", self.eval_iters),
@@ -151,17 +126,7 @@ impl TrainArgs {
             ),
             ("--batch-size", self.batch_size),
             ("--block-size", self.block_size),
-            ("--n-layer", self.n_layer),
-            ("--n-head", self.n_head),
-            ("--n-embd", self.n_embd),
-        ];
-        check_positive(&positive)?;
-        if !self.n_embd.is_multiple_of(self.n_head) {
-            return Err(format!(
-                "--n-embd {} is not a multiple of --n-head {}",
-                self.n_embd, self.n_head
-            ));
-        }
+        ])?;
         check_optimizer(
             self.dropout,
             [
@@ -173,56 +138,7 @@ impl TrainArgs {
             (self.beta1, self.beta2),
             &self.device,
         )?;
-        match self.init_from.as_str() {
-            "scratch" | "resume" => {}
-            s if s.starts_with("gpt2") => {
-                return Err(format!(
-                    "--init-from {s}: GPT-2 is fine-tuned by `gpt2 finetune --model DIR`"
-                ))
-            }
-            s => return Err(format!("--init-from must be scratch or resume, got {s:?}")),
-        }
-        self.schedule().check(self.max_iters)?;
-        Ok(())
-    }
-
-    /// `model_args`: the model these flags build on a vocabulary of `vocab_size`.
-    pub fn model_args(&self, vocab_size: usize) -> GptConfig {
-        GptConfig {
-            block_size: self.block_size,
-            vocab_size,
-            n_layer: self.n_layer,
-            n_head: self.n_head,
-            n_embd: self.n_embd,
-            dropout: self.dropout,
-            bias: self.bias,
-        }
-    }
-
-    /// The lecture's `Config` for these flags: nanoGPT's model, AdamW with its
-    /// two groups, and its loop.
-    pub fn config(&self, model: GptConfig) -> Config {
-        Config {
-            stage: Stage::Cpu, // nanoGPT's recipe, with these flags' numbers
-            model: ModelConfig::Gpt(model),
-            train: TrainConfig {
-                batch_size: self.batch_size,
-                max_iters: self.max_iters,
-                eval_interval: self.eval_interval,
-                eval_iters: self.eval_iters,
-                eval_last: false,
-                nanogpt_loop: true,
-                learning_rate: self.learning_rate,
-                warmup_iters: self.warmup_iters,
-                lr_decay_iters: self.lr_decay_iters,
-                min_lr: self.min_lr,
-                betas: (self.beta1, self.beta2),
-                weight_decay: self.weight_decay,
-                decay_matrices_only: true,
-                grad_clip: self.grad_clip,
-                seed: self.seed,
-            },
-        }
+        self.schedule().check(self.max_iters)
     }
 
     /// The learning-rate schedule of these flags.
@@ -233,6 +149,144 @@ impl TrainArgs {
             warmup_iters: self.warmup_iters,
             lr_decay_iters: self.lr_decay_iters,
             min_lr: self.min_lr,
+        }
+    }
+
+    /// One iteration's flags at learning rate `lr`.
+    pub fn step_flags(&self, lr: f32) -> super::train::StepFlags {
+        super::train::StepFlags {
+            accum: self.gradient_accumulation_steps,
+            dropout: self.dropout,
+            grad_clip: self.grad_clip,
+            lr,
+        }
+    }
+}
+
+/// `gpt train`'s flags: [`TrainPyArgs`] with `config/train_shakespeare_char.py`
+/// and the README's CPU line on top as defaults (`--device=cpu
+/// --compile=False --eval_iters=20 --log_interval=1 --block_size=64
+/// --batch_size=12 --n_layer=4 --n_head=4 --n_embd=128 --max_iters=2000
+/// --lr_decay_iters=2000 --dropout=0.0`), and the keys of a run from scratch.
+#[derive(Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[command(
+    mut_arg("eval_interval", |a| a.default_value("250")),
+    mut_arg("eval_iters", |a| a.default_value("20")),
+    mut_arg("always_save_checkpoint", |a| a.default_value("False")),
+    mut_arg("gradient_accumulation_steps", |a| a.default_value("1")),
+    mut_arg("block_size", |a| a.default_value("64")),
+    mut_arg("learning_rate", |a| a.default_value("1e-3")),
+    mut_arg("max_iters", |a| a.default_value("2000")),
+    mut_arg("lr_decay_iters", |a| a.default_value("2000")),
+    mut_arg("min_lr", |a| a.default_value("1e-4")),
+    mut_arg("beta2", |a| a.default_value("0.99")),
+    mut_arg("warmup_iters", |a| a.default_value("100"))
+)]
+pub struct TrainArgs {
+    /// A folder with train.bin, val.bin and meta.pkl (`gpt prepare`, or nanoGPT's prepare.py).
+    #[arg(long, alias = "dataset")]
+    pub data: PathBuf,
+    /// Where ckpt.safetensors, report.json, loss.csv and the plots go.
+    #[arg(
+        long = "out-dir",
+        alias = "out_dir",
+        alias = "out",
+        default_value = "out"
+    )]
+    pub out_dir: PathBuf,
+    /// Evaluate once and stop, saving nothing: with `--init-from resume`, the
+    /// checkpoint's model on both splits (nanoGPT's own stops only at
+    /// iteration 0, and would train a resumed run on).
+    #[arg(long = "eval-only", alias = "eval_only", default_value = "False", num_args = 0..=1,
+          default_missing_value = "True", value_parser = python_bool)]
+    pub eval_only: bool,
+    /// `scratch`, or `resume` from OUT_DIR/ckpt.safetensors.
+    #[arg(long = "init-from", alias = "init_from", default_value = "scratch")]
+    pub init_from: String,
+    /// Transformer blocks.
+    #[arg(long = "n-layer", alias = "n_layer", default_value_t = 4)]
+    pub n_layer: usize,
+    /// Attention heads.
+    #[arg(long = "n-head", alias = "n_head", default_value_t = 4)]
+    pub n_head: usize,
+    /// Width of the residual stream.
+    #[arg(long = "n-embd", alias = "n_embd", default_value_t = 128)]
+    pub n_embd: usize,
+    /// Biases in the Linears and LayerNorms.
+    #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",
+          value_parser = python_bool)]
+    pub bias: bool,
+    /// train.py's keys that every loop reads.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub train_py: TrainPyArgs,
+}
+
+impl TrainArgs {
+    /// The flags' errors, before any file is read: each names its flag.
+    pub fn check(&self) -> Result<(), String> {
+        check_utf8_paths(&[("--data", &self.data), ("--out-dir", &self.out_dir)])?;
+        self.train_py.check()?;
+        check_positive(&[
+            ("--n-layer", self.n_layer),
+            ("--n-head", self.n_head),
+            ("--n-embd", self.n_embd),
+        ])?;
+        if !self.n_embd.is_multiple_of(self.n_head) {
+            return Err(format!(
+                "--n-embd {} is not a multiple of --n-head {}",
+                self.n_embd, self.n_head
+            ));
+        }
+        match self.init_from.as_str() {
+            "scratch" | "resume" => {}
+            s if s.starts_with("gpt2") => {
+                return Err(format!(
+                    "--init-from {s}: GPT-2 is fine-tuned by `gpt2 finetune --model DIR`"
+                ))
+            }
+            s => return Err(format!("--init-from must be scratch or resume, got {s:?}")),
+        }
+        Ok(())
+    }
+
+    /// `model_args`: the model these flags build on a vocabulary of `vocab_size`.
+    pub fn model_args(&self, vocab_size: usize) -> GptConfig {
+        GptConfig {
+            block_size: self.train_py.block_size,
+            vocab_size,
+            n_layer: self.n_layer,
+            n_head: self.n_head,
+            n_embd: self.n_embd,
+            dropout: self.train_py.dropout,
+            bias: self.bias,
+        }
+    }
+
+    /// The lecture's `Config` for these flags: nanoGPT's model, AdamW with its
+    /// two groups, and its loop.
+    pub fn config(&self, model: GptConfig) -> Config {
+        let t = &self.train_py;
+        Config {
+            stage: Stage::Cpu, // nanoGPT's recipe, with these flags' numbers
+            model: ModelConfig::Gpt(model),
+            train: TrainConfig {
+                batch_size: t.batch_size,
+                max_iters: t.max_iters,
+                eval_interval: t.eval_interval,
+                eval_iters: t.eval_iters,
+                eval_last: false,
+                nanogpt_loop: true,
+                learning_rate: t.learning_rate,
+                warmup_iters: t.warmup_iters,
+                lr_decay_iters: t.lr_decay_iters,
+                min_lr: t.min_lr,
+                betas: (t.beta1, t.beta2),
+                weight_decay: t.weight_decay,
+                decay_matrices_only: true,
+                grad_clip: t.grad_clip,
+                seed: t.seed,
+            },
         }
     }
 }

@@ -4,7 +4,6 @@
 //! characters each at `temperature` from the `top_k` most likely.
 
 use super::checkpoint::{self, Checkpoint};
-use super::configurator::TrainArgs;
 use crate::generate::{generate, SampleOptions};
 use crate::train::Trainer;
 use clap::Args;
@@ -68,10 +67,8 @@ pub fn sample(args: &SampleArgs) -> Result<Vec<String>, String> {
     if start_ids.is_empty() {
         return Err("--start is empty: give at least one character to start from".into());
     }
-    let train = TrainArgs {
-        seed: args.seed,
-        ..ckpt.config.clone()
-    };
+    let mut train = ckpt.config.clone();
+    train.train_py.seed = args.seed;
     let mut trainer = Trainer::new(train.config(ckpt.model_args)); // torch.manual_seed(seed); GPT(gptconf)
     ckpt.restore(&mut trainer)
         .map_err(|e| format!("checkpoint {}: {e}", path.display()))?;

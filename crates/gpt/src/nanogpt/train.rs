@@ -145,16 +145,18 @@ impl Run {
             (Split::Train, &data.train, prepare::TRAIN_BIN),
             (Split::Val, &data.val, prepare::VAL_BIN),
         ] {
-            if ids.len() <= args.block_size {
+            if ids.len() <= args.train_py.block_size {
                 return Err(format!(
                     "{} holds {} tokens; a {split:?} batch needs --block-size + 1 = {}",
                     args.data.join(file).display(),
                     ids.len(),
-                    args.block_size + 1
+                    args.train_py.block_size + 1
                 ));
             }
         }
-        let tokens = args.gradient_accumulation_steps * args.batch_size * args.block_size;
+        let tokens = args.train_py.gradient_accumulation_steps
+            * args.train_py.batch_size
+            * args.train_py.block_size;
         println!("tokens per iteration will be: {}", thousands(tokens));
         println!(
             "found vocab_size = {} (inside {})",
@@ -163,7 +165,7 @@ impl Run {
         );
         let model = args.model_args(data.vocab.len());
         check_memory(
-            training_floats(&model, args.batch_size),
+            training_floats(&model, args.train_py.batch_size),
             "--batch-size, --block-size, --n-layer, --n-embd and the vocabulary",
         )?;
         let ckpt_path = args.out_dir.join(checkpoint::FILE);
@@ -197,7 +199,8 @@ impl Run {
             best_val_loss = ckpt.best_val_loss;
             // The loop evaluates first where the flags' interval meets the
             // checkpoint's iteration, or with --eval-only.
-            let evaluates = args.eval_only || ckpt.iter_num.is_multiple_of(args.eval_interval);
+            let evaluates =
+                args.eval_only || ckpt.iter_num.is_multiple_of(args.train_py.eval_interval);
             history = ckpt.history_before_resume(evaluates);
         }
         print_groups(&trainer);
@@ -321,15 +324,15 @@ impl TrainPy for Run {
         let args = &self.args;
         let model = args.model_args(self.data.vocab.len());
         LoopFlags {
-            eval_interval: args.eval_interval,
-            log_interval: args.log_interval,
-            max_iters: args.max_iters,
+            eval_interval: args.train_py.eval_interval,
+            log_interval: args.train_py.log_interval,
+            max_iters: args.train_py.max_iters,
             eval_only: args.eval_only,
-            always_save_checkpoint: args.always_save_checkpoint,
-            schedule: args.schedule(),
+            always_save_checkpoint: args.train_py.always_save_checkpoint,
+            schedule: args.train_py.schedule(),
             model,
             n_params: num_params(&self.trainer, &model),
-            fwdbwd_per_iter: args.batch_size * args.gradient_accumulation_steps,
+            fwdbwd_per_iter: args.train_py.batch_size * args.train_py.gradient_accumulation_steps,
         }
     }
 
@@ -347,13 +350,8 @@ impl TrainPy for Run {
     }
 
     fn step(&mut self, batch: &mut Batch, lr: f32) -> f32 {
-        let (b, t) = (self.args.batch_size, self.args.block_size);
-        let flags = StepFlags {
-            accum: self.args.gradient_accumulation_steps,
-            dropout: self.args.dropout,
-            grad_clip: self.args.grad_clip,
-            lr,
-        };
+        let (b, t) = (self.args.train_py.batch_size, self.args.train_py.block_size);
+        let flags = self.args.train_py.step_flags(lr);
         let (trainer, data) = (&mut self.trainer, &self.data);
         let (model, rng) = (&trainer.model, &trainer.rng);
         let loss = micro_steps(
