@@ -8,7 +8,7 @@ use backprop_ninja::backward::manual_backward;
 use backprop_ninja::fused::{batchnorm_backward, cross_entropy_backward};
 use backprop_ninja::train::BATCH_SIZE;
 use backprop_ninja::{forward_with_autograd, Weights};
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use data::makemore::Splits;
 use report::{Run, RunArgs, Target};
 use serde_json::json;
@@ -39,19 +39,7 @@ const FULL_TOL: f64 = 1e-4;
 // The lecture's fused results: maxdiff 5.1e-9 (cross-entropy), 9.3e-10 (batch norm).
 const FUSED_MAXDIFF: f64 = 1e-8;
 
-#[derive(Parser)]
-#[command(about = "Lecture 5: becoming a backprop ninja")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the four exercises and check their numbers.
-    Lecture(LectureArgs),
-}
-
+/// Run the four exercises and check their numbers.
 #[derive(Args)]
 struct LectureArgs {
     #[command(flatten)]
@@ -59,10 +47,8 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
-    report::main_with(tensor::check_threads_env(), 2, || {
-        let Command::Lecture(args) = Cli::parse().command;
-        lecture(args)
-    })
+    let about = "Lecture 5: becoming a backprop ninja";
+    report::lecture_main(about, tensor::check_threads_env(), 2, lecture)
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {

@@ -10,26 +10,14 @@
 mod stages;
 
 use batchnorm::train::BATCH_SIZE;
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use data::makemore::Splits;
 use report::{Run, RunArgs};
 use serde_json::{json, Value};
 use stages::{FIXTURE, SEED};
 use std::process::ExitCode;
 
-#[derive(Parser)]
-#[command(version, about = "Lecture 4: activations, gradients, BatchNorm")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the lecture: model A, gain experiments, E01, model B with diagnostics, E02.
-    Lecture(LectureArgs),
-}
-
+/// Run the lecture: model A, gain experiments, E01, model B with diagnostics, E02.
 #[derive(Args)]
 struct LectureArgs {
     #[command(flatten)]
@@ -43,10 +31,8 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
-    report::main_with(tensor::check_threads_env(), 1, || {
-        let Command::Lecture(args) = Cli::parse().command;
-        lecture(args)
-    })
+    let about = "Lecture 4: activations, gradients, BatchNorm";
+    report::lecture_main(about, tensor::check_threads_env(), 1, lecture)
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {

@@ -42,6 +42,7 @@ const TORCH_FULL: &str = include_str!("../tests/fixtures/mlp_torch_full.json");
 const QUICK_TOL: f64 = 0.002;
 const FULL_TOL: f64 = 0.002;
 
+/// Train the lecture's MLP and check its numbers.
 #[derive(Args)]
 pub struct LectureArgs {
     #[command(flatten)]

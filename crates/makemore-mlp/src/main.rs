@@ -3,26 +3,9 @@
 
 mod lecture;
 
-use clap::{Parser, Subcommand};
-use lecture::LectureArgs;
 use std::process::ExitCode;
 
-#[derive(Parser)]
-#[command(about = "Lecture 3: makemore part 2, the character MLP")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Train the lecture's MLP and check its numbers.
-    Lecture(LectureArgs),
-}
-
 fn main() -> ExitCode {
-    report::main_with(tensor::check_threads_env(), 2, || {
-        let Command::Lecture(args) = Cli::parse().command;
-        lecture::run(args)
-    })
+    let about = "Lecture 3: makemore part 2, the character MLP";
+    report::lecture_main(about, tensor::check_threads_env(), 2, lecture::run)
 }

@@ -95,6 +95,35 @@ pub fn check_device(device: &str) -> Result<(), String> {
     }
 }
 
+/// `<binary> lecture [flags]`: a lecture binary's command line, whose one
+/// subcommand takes the lecture's flags `A` (their doc comment is its help).
+#[derive(clap::Parser)]
+struct LectureCli<A: clap::Args> {
+    #[command(subcommand)]
+    command: LectureCommand<A>,
+}
+
+#[derive(clap::Subcommand)]
+enum LectureCommand<A: clap::Args> {
+    Lecture(A),
+}
+
+/// A lecture binary's `main`: parses `<binary> lecture [flags]`, with `about`
+/// heading its help, then runs `lecture` on the flags as [`main_with`] runs
+/// its body.
+pub fn lecture_main<A: clap::Args>(
+    about: &'static str,
+    threads_env: Result<(), String>,
+    failure: u8,
+    lecture: impl FnOnce(A) -> Result<std::process::ExitCode, String>,
+) -> std::process::ExitCode {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = LectureCli::<A>::command().about(about).get_matches();
+    let cli = LectureCli::<A>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let LectureCommand::Lecture(args) = cli.command;
+    main_with(threads_env, failure, || lecture(args))
+}
+
 /// A training binary's `main`, after the flags' types: a closed stdout ends
 /// it quietly ([`quiet_on_broken_pipe`]); a bad `ZTH_THREADS` (the result of
 /// `tensor::check_threads_env`, passed in) is an error with exit code 2

@@ -7,7 +7,7 @@
 
 mod stages;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use data::makemore::Splits;
 use report::{Run, RunArgs};
 use serde_json::{json, Value};
@@ -16,19 +16,7 @@ use std::process::ExitCode;
 use wavenet::train::BATCH_SIZE;
 use wavenet::Config;
 
-#[derive(Parser)]
-#[command(version, about = "Lecture 6: building a WaveNet")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run the lecture: the hierarchical model, 200k steps, eval, samples, the convolution view.
-    Lecture(LectureArgs),
-}
-
+/// Run the lecture: the hierarchical model, 200k steps, eval, samples, the convolution view.
 #[derive(Args)]
 struct LectureArgs {
     #[command(flatten)]
@@ -39,10 +27,8 @@ struct LectureArgs {
 }
 
 fn main() -> ExitCode {
-    report::main_with(tensor::check_threads_env(), 1, || {
-        let Command::Lecture(args) = Cli::parse().command;
-        lecture(args)
-    })
+    let about = "Lecture 6: building a WaveNet";
+    report::lecture_main(about, tensor::check_threads_env(), 1, lecture)
 }
 
 fn lecture(args: LectureArgs) -> Result<ExitCode, String> {
