@@ -89,6 +89,16 @@ pub fn round_trip(tokenizers: &Tokenizers, target: &str, bytes: &[u8]) -> Result
     Ok(())
 }
 
+/// A round-trip fuzz target's body: the tokenizers loaded once per process,
+/// then [`round_trip`], a wrong answer a panic (libFuzzer's finding).
+pub fn fuzz_round_trip(target: &str, bytes: &[u8]) {
+    static TOKENIZERS: std::sync::OnceLock<Tokenizers> = std::sync::OnceLock::new();
+    let tokenizers = TOKENIZERS.get_or_init(|| Tokenizers::load().unwrap());
+    if let Err(e) = round_trip(tokenizers, target, bytes) {
+        panic!("{e}");
+    }
+}
+
 /// Runs fuzz target `target` on `bytes` (`scratch` is the catalogue's folder).
 pub fn run_target(
     tokenizers: &Tokenizers,
