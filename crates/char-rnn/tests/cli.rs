@@ -72,6 +72,17 @@ fn last_checkpoint(dir: &Path) -> PathBuf {
 
 /// A small model for a few iterations, in char-rnn's spelling or ours.
 fn small_run(dir: &Path, torch_spelling: bool) -> String {
+    let out = small_run_with_runs(dir, torch_spelling, "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// [`small_run`] with its runs page in `runs` (empty: none).
+fn small_run_with_runs(dir: &Path, torch_spelling: bool, runs: &str) -> Output {
     let cv = dir.join("cv");
     let torch = [
         "-data_dir",
@@ -109,7 +120,7 @@ fn small_run(dir: &Path, torch_spelling: bool) -> String {
         "--gpuid=-1",
     ];
     let flags: &[&str] = if torch_spelling { &torch } else { &ours };
-    ok(&[&["train"], flags].concat())
+    char_rnn_with_runs(&[&["train"], flags].concat(), runs)
 }
 
 #[test]
@@ -293,26 +304,7 @@ fn a_run_keeps_its_record_and_shows_on_the_runs_page() {
     let dir = shakespeare_dir("record");
     let runs = dir.join("runs");
     let cv = dir.join("cv");
-    let out = char_rnn_with_runs(
-        &[
-            "train",
-            "-data_dir",
-            s(&dir),
-            "-rnn_size",
-            "32",
-            "-batch_size",
-            "10",
-            "-seq_length",
-            "20",
-            "-max_iters",
-            "6",
-            "-eval_val_every",
-            "3",
-            "-checkpoint_dir",
-            s(&cv),
-        ],
-        s(&runs),
-    );
+    let out = small_run_with_runs(&dir, true, s(&runs)); // into dir/cv
     assert!(
         out.status.success(),
         "{}",

@@ -53,19 +53,11 @@ fn data_dir(label: &str, input: &[u8]) -> PathBuf {
 }
 
 fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
+    serde_json::from_value(v.clone()).expect("a list of numbers")
 }
 
 fn bytes(v: &Value) -> Vec<u8> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u8)
-        .collect()
+    serde_json::from_value(v.clone()).expect("a list of byte values")
 }
 
 /// Trains `model` as the fixture did and checks every number it recorded.
