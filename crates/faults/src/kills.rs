@@ -115,7 +115,7 @@ fn check_files(dir: &Path, pid: u32) -> Result<usize, String> {
                 report::page::read_report(&path)?;
             }
             "loss.csv" => {
-                report::page::read_loss_csv(&path)?;
+                report::read_loss_csv(&path)?;
             }
             "attention.json" => {
                 if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
@@ -150,7 +150,7 @@ fn outcome(dir: &Path) -> Result<(String, Vec<report::LossRow>), String> {
         .as_ref()
         .and_then(|m| m.get(gpt::checkpoint::SHA256_KEY).cloned())
         .ok_or_else(|| format!("{}: no sha256", path.display()))?;
-    let rows = report::page::read_loss_csv(&dir.join("loss.csv"))?;
+    let rows = report::read_loss_csv(&dir.join("loss.csv"))?;
     Ok((digest, rows))
 }
 

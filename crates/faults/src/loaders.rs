@@ -483,7 +483,7 @@ fn loss_csv() -> Result<Loader, String> {
         companions: vec![],
         protection: Protection::WellFormed,
         load: Box::new(|path| {
-            let rows = report::page::read_loss_csv(path)?;
+            let rows = report::read_loss_csv(path)?;
             let rows: Vec<&report::LossRow> = rows.iter().collect();
             Ok(Loaded::Canonical(
                 report::loss_csv(&rows).map_err(|e| e.to_string())?,

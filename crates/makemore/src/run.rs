@@ -153,7 +153,7 @@ fn train_loop(o: &Options, trainer: &mut Trainer) -> Result<(), String> {
     let dir = &o.work_dir;
     let csv = dir.join("loss.csv");
     let mut rows: Vec<LossRow> = if o.resume && csv.exists() {
-        report::page::read_loss_csv(&csv)?
+        report::read_loss_csv(&csv)?
             .into_iter()
             .filter(|r| r.step < trainer.step)
             .collect()

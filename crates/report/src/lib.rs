@@ -43,8 +43,8 @@ pub mod tool_run;
 pub use atomic::{check_out_dir, remove_stale_temps, write_atomic, write_atomic_set};
 pub use progress::Progress;
 pub use run::{
-    loss_csv, utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage, StageReport,
-    SCHEMA_VERSION,
+    loss_csv, read_loss_csv, utc_now, LogEvery, LossRow, Run, RunArgs, RunReport, Stage,
+    StageReport, SCHEMA_VERSION,
 };
 pub use target::{Kind, Target};
 

@@ -505,6 +505,24 @@ pub fn loss_csv(rows: &[&LossRow]) -> std::io::Result<Vec<u8>> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
+/// Reads `loss.csv` as [`crate::Run`] writes it.
+pub fn read_loss_csv(path: &Path) -> Result<Vec<LossRow>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    // The writer ends every row with a newline: without one, the last row was
+    // cut, perhaps inside a number ("3." from "3.25").
+    if !bytes.ends_with(b"\n") {
+        return Err(format!(
+            "{}: not a loss.csv: it ends in the middle of a row (was it truncated?)",
+            path.display()
+        ));
+    }
+    let mut reader = csv::Reader::from_reader(bytes.as_slice());
+    reader
+        .deserialize()
+        .collect::<Result<Vec<LossRow>, _>>()
+        .map_err(|e| format!("{}: not a loss.csv: {e}", path.display()))
+}
+
 pub(crate) fn show(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
