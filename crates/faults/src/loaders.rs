@@ -645,7 +645,7 @@ fn nanogpt_checkpoint() -> Result<Loader, String> {
     };
     let mut batch = run.trainer.get_batch(&run.data, gpt::Split::Train);
     gpt::nanogpt::train::TrainPy::step(&mut run, &mut batch, 1e-3);
-    let valid = Checkpoint::of(&run).to_bytes()?;
+    let valid = run.checkpoint().to_bytes()?;
     let wte = (format!("[{vocab_size},16]"), format!("[{vocab_size},15]"));
     Ok(Loader {
         name: "nanoGPT checkpoint (gpt train)",

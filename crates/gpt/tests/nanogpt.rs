@@ -189,7 +189,7 @@ fn out_dir_with_nanogpts_weights() -> PathBuf {
     }
     assert_eq!(st.len(), run.trainer.params.len());
     std::fs::create_dir_all(&out).unwrap();
-    Checkpoint::of(&run).save(&out.join(FILE)).unwrap();
+    run.checkpoint().save(&out.join(FILE)).unwrap();
     out
 }
 

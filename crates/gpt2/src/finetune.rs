@@ -206,7 +206,7 @@ impl Finetune {
             * args.train_py.block_size;
         println!(
             "tokens per iteration will be: {}",
-            gpt::nanogpt::train::thousands(tokens)
+            gpt::nanogpt::prepare::thousands(tokens)
         );
         println!("Initializing from GPT-2 weights: {}", args.model.display());
         let mut rng = TorchGenerator::manual_seed(args.train_py.seed);

@@ -9,11 +9,11 @@
 //! SHA-256 over everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
 
 use super::configurator::TrainArgs;
-use super::train::{History, Run};
 use crate::checkpoint::{model_and_moments, open, serialize_with_digest, to_json};
 use crate::data::CharVocab;
 use crate::model::GptConfig;
 use crate::train::Trainer;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -21,6 +21,21 @@ use std::path::Path;
 pub const FILE: &str = "ckpt.safetensors";
 /// The `format` metadata value.
 pub const FORMAT: &str = "zero-to-hero/nanogpt-ckpt/1";
+
+/// What a run of [`super::train::train`] leaves: every logged loss and every evaluation.
+/// The checkpoint keeps the losses and evaluations, so a resumed run's
+/// `loss.csv` starts at iteration 0.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct History {
+    /// `(iter, loss)` of each logged iteration, the loss at full precision.
+    pub losses: Vec<(usize, f32)>,
+    /// `(iter, train, val)` of each evaluation.
+    pub evals: Vec<(usize, f32, f32)>,
+    /// Milliseconds of each iteration (`dt`), evaluations included as in
+    /// nanoGPT's; this process's only.
+    #[serde(skip)]
+    pub step_ms: Vec<f64>,
+}
 
 /// A checkpoint read from disk (or about to be written).
 pub struct Checkpoint {
@@ -42,11 +57,6 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// The checkpoint of a run at its current iteration.
-    pub fn of(run: &Run) -> CheckpointToSave<'_> {
-        CheckpointToSave(run)
-    }
-
     /// Reads and checks `path`: its digest, format and metadata.
     pub fn load(path: &Path) -> Result<Checkpoint, String> {
         let bytes = std::fs::read(path).map_err(|e| {
@@ -171,27 +181,37 @@ impl Checkpoint {
     }
 }
 
-/// A run's checkpoint, written by [`CheckpointToSave::save`].
-pub struct CheckpointToSave<'a>(&'a Run);
+/// A run's checkpoint (`Run::checkpoint`), written by [`CheckpointToSave::save`].
+pub struct CheckpointToSave<'a> {
+    /// Model, AdamW and the iteration.
+    pub trainer: &'a Trainer,
+    /// The flags.
+    pub args: &'a TrainArgs,
+    /// The data's characters.
+    pub vocab: &'a CharVocab,
+    /// The lowest val loss so far.
+    pub best_val_loss: f32,
+    /// The losses and evaluations so far.
+    pub history: &'a History,
+}
 
 impl CheckpointToSave<'_> {
     /// The safetensors bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, String> {
-        let run = self.0;
-        let trainer = &run.trainer;
+        let trainer = self.trainer;
         let tensors = model_and_moments(&trainer.params, &trainer.opt)?;
         let metadata = HashMap::from([
             ("format".to_string(), FORMAT.to_string()),
             (
                 "model_args".to_string(),
-                to_json(&run.args.model_args(run.data.vocab.len()))?,
+                to_json(&self.args.model_args(self.vocab.len()))?,
             ),
             ("iter_num".to_string(), trainer.iter.to_string()),
-            ("best_val_loss".to_string(), run.best_val_loss.to_string()),
-            ("config".to_string(), to_json(&run.args)?),
+            ("best_val_loss".to_string(), self.best_val_loss.to_string()),
+            ("config".to_string(), to_json(self.args)?),
             ("adamw_step".to_string(), trainer.opt.steps().to_string()),
-            ("vocab".to_string(), run.data.vocab.chars().iter().collect()),
-            ("history".to_string(), to_json(&run.history)?),
+            ("vocab".to_string(), self.vocab.chars().iter().collect()),
+            ("history".to_string(), to_json(self.history)?),
         ]);
         serialize_with_digest(&tensors, metadata)
     }

@@ -3,7 +3,6 @@
 //! `--batch_size=12`), and the checks every nanoGPT loop here shares (also
 //! `gpt2 finetune`'s): each error names its flag, before any file is read.
 
-use super::train::Schedule;
 use crate::model::GptConfig;
 use crate::stages::{Config, ModelConfig, Stage, TrainConfig};
 use clap::Args;
@@ -138,28 +137,18 @@ impl TrainPyArgs {
             (self.beta1, self.beta2),
             &self.device,
         )?;
-        self.schedule().check(self.max_iters)
-    }
-
-    /// The learning-rate schedule of these flags.
-    pub fn schedule(&self) -> Schedule {
-        Schedule {
-            learning_rate: self.learning_rate,
-            decay_lr: self.decay_lr,
-            warmup_iters: self.warmup_iters,
-            lr_decay_iters: self.lr_decay_iters,
-            min_lr: self.min_lr,
+        // nanoGPT's cosine divides by `lr_decay_iters - warmup_iters` when an
+        // iteration reaches `warmup_iters`: equal, they are an error.
+        if self.decay_lr
+            && self.warmup_iters == self.lr_decay_iters
+            && self.max_iters >= self.warmup_iters
+        {
+            return Err(format!(
+                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
+                self.warmup_iters
+            ));
         }
-    }
-
-    /// One iteration's flags at learning rate `lr`.
-    pub fn step_flags(&self, lr: f32) -> super::train::StepFlags {
-        super::train::StepFlags {
-            accum: self.gradient_accumulation_steps,
-            dropout: self.dropout,
-            grad_clip: self.grad_clip,
-            lr,
-        }
+        Ok(())
     }
 }
 

@@ -259,16 +259,29 @@ pub fn prepare_file(input: &Path, out_dir: &Path) -> Result<String, String> {
     Ok(format!(
         "length of dataset in characters: {}\nall the unique characters: {}\nvocab size: {}\n\
          train has {} tokens\nval has {} tokens\nwrote {}, {} and {} to {}\n",
-        super::train::thousands(n),
+        thousands(n),
         data.vocab.chars().iter().collect::<String>(),
-        super::train::thousands(data.vocab.len()),
-        super::train::thousands(data.train.len()),
-        super::train::thousands(data.val.len()),
+        thousands(data.vocab.len()),
+        thousands(data.train.len()),
+        thousands(data.val.len()),
         TRAIN_BIN,
         VAL_BIN,
         META_PKL,
         out_dir.display()
     ))
+}
+
+/// `f"{n:,}"`.
+pub fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -295,5 +308,12 @@ mod tests {
         assert!(err.contains("odd number"), "{err}");
         let err = read_uint16(&[9, 0], 5, "val.bin").unwrap_err();
         assert!(err.contains("token 0 is id 9"), "{err}");
+    }
+
+    #[test]
+    fn thousands_groups_like_python() {
+        assert_eq!(thousands(768), "768");
+        assert_eq!(thousands(802_816), "802,816");
+        assert_eq!(thousands(1_003_854), "1,003,854");
     }
 }

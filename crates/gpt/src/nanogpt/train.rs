@@ -11,16 +11,16 @@
 //! README says takes about three minutes and reaches a val loss of 1.88 on
 //! tiny Shakespeare.
 
-use super::checkpoint::{self, Checkpoint};
-use super::configurator::{check_memory, training_floats, TrainArgs};
-use super::prepare;
+pub use super::checkpoint::History;
+use super::checkpoint::{self, Checkpoint, CheckpointToSave};
+use super::configurator::{check_memory, training_floats, TrainArgs, TrainPyArgs};
+use super::prepare::{self, thousands};
 use crate::data::{Shakespeare, Split};
 use crate::model::GptConfig;
 use crate::nn::ForwardPass;
 use crate::train::{naming_the_tensor, Trainer};
 use autograd::{clip_grad_norm, AdamW, Graph, Params, Var};
 use report::LossRow;
-use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::time::Instant;
 use tensor::rng::TorchGenerator;
@@ -61,20 +61,28 @@ impl Schedule {
         )
     }
     // ANCHOR_END: get_lr
+}
 
-    /// nanoGPT's cosine divides by `lr_decay_iters - warmup_iters` when an
-    /// iteration reaches `warmup_iters`: equal, they are an error.
-    pub fn check(&self, max_iters: usize) -> Result<(), String> {
-        if self.decay_lr
-            && self.warmup_iters == self.lr_decay_iters
-            && max_iters >= self.warmup_iters
-        {
-            return Err(format!(
-                "--warmup-iters and --lr-decay-iters are both {}: nanoGPT's cosine would divide by zero there",
-                self.warmup_iters
-            ));
+impl TrainPyArgs {
+    /// The learning-rate schedule of these flags.
+    pub fn schedule(&self) -> Schedule {
+        Schedule {
+            learning_rate: self.learning_rate,
+            decay_lr: self.decay_lr,
+            warmup_iters: self.warmup_iters,
+            lr_decay_iters: self.lr_decay_iters,
+            min_lr: self.min_lr,
         }
-        Ok(())
+    }
+
+    /// One iteration's flags at learning rate `lr`.
+    pub fn step_flags(&self, lr: f32) -> StepFlags {
+        StepFlags {
+            accum: self.gradient_accumulation_steps,
+            dropout: self.dropout,
+            grad_clip: self.grad_clip,
+            lr,
+        }
     }
 }
 
@@ -95,21 +103,6 @@ pub fn estimate_mfu(n_params: usize, model: &GptConfig, fwdbwd_per_iter: usize, 
     flops_per_iter / dt / 312e12
 }
 
-/// What a run of [`train`] leaves: every logged loss and every evaluation.
-/// The checkpoint keeps the losses and evaluations, so a resumed run's
-/// `loss.csv` starts at iteration 0.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct History {
-    /// `(iter, loss)` of each logged iteration, the loss at full precision.
-    pub losses: Vec<(usize, f32)>,
-    /// `(iter, train, val)` of each evaluation.
-    pub evals: Vec<(usize, f32, f32)>,
-    /// Milliseconds of each iteration (`dt`), evaluations included as in
-    /// nanoGPT's; this process's only.
-    #[serde(skip)]
-    pub step_ms: Vec<f64>,
-}
-
 /// A run in progress: the trainer, the data, where it stands.
 pub struct Run {
     /// The flags.
@@ -125,6 +118,17 @@ pub struct Run {
 }
 
 impl Run {
+    /// The checkpoint of the run at its current iteration.
+    pub fn checkpoint(&self) -> CheckpointToSave<'_> {
+        CheckpointToSave {
+            trainer: &self.trainer,
+            args: &self.args,
+            vocab: &self.data.vocab,
+            best_val_loss: self.best_val_loss,
+            history: &self.history,
+        }
+    }
+
     /// `train.py` up to the loop: the data, `torch.manual_seed`, the model from
     /// scratch or from OUT_DIR's checkpoint, and AdamW. Prints nanoGPT's lines.
     pub fn start(mut args: TrainArgs) -> Result<Run, String> {
@@ -377,7 +381,8 @@ impl TrainPy for Run {
 
     fn save(&mut self, _iter: usize) -> Result<(), String> {
         println!("saving checkpoint to {}", self.args.out_dir.display());
-        Checkpoint::of(self).save(&self.args.out_dir.join(checkpoint::FILE))
+        self.checkpoint()
+            .save(&self.args.out_dir.join(checkpoint::FILE))
     }
 }
 
@@ -403,19 +408,6 @@ fn print_groups(trainer: &Trainer) {
         nodecay.0,
         thousands(nodecay.1)
     );
-}
-
-/// `f"{n:,}"`.
-pub fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 // ANCHOR: train_loop
@@ -549,16 +541,4 @@ pub fn eval_figures(
         final_losses.insert("val".to_string(), val as f64);
     }
     (final_losses, targets)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_groups_like_python() {
-        assert_eq!(thousands(768), "768");
-        assert_eq!(thousands(802_816), "802,816");
-        assert_eq!(thousands(1_003_854), "1,003,854");
-    }
 }
