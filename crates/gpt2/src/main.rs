@@ -9,6 +9,7 @@
 //! `DIR` holds Hugging Face's `config.json` and `model.safetensors`, such as
 //! the `gpt2` checkpoint or a model saved by `transformers`.
 
+mod commands;
 mod run_lecture;
 mod train_cpu;
 
@@ -34,7 +35,7 @@ enum Command {
     /// The lecture run: the first training stage against PyTorch, then the `cpu` recipe.
     Lecture(run_lecture::LectureArgs),
     /// Continue a prompt, as build-nanogpt's demo does (top-k sampling).
-    Sample(gpt2::sample::SampleArgs),
+    Sample(commands::SampleArgs),
     /// Write a model as llm.c's checkpoint (gpt2_124M.bin's format).
     ToLlmc(gpt2::llmc::ToLlmcArgs),
     /// Read llm.c's checkpoint and save it in Hugging Face's layout.
@@ -48,7 +49,7 @@ enum Command {
     /// nanoGPT's train.bin/val.bin (config/finetune_shakespeare.py, scaled to a CPU).
     Finetune(gpt2::finetune::FinetuneArgs),
     /// Print the logits of a token sequence as JSON, one row per position.
-    Logits(gpt2::sample::LogitsArgs),
+    Logits(commands::LogitsArgs),
     /// Tokenize text or JSON lines into token shards, as fineweb.py does; shard 0 is val.
     Prepare(gpt2::shards::PrepareArgs),
 }
