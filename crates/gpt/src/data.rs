@@ -29,6 +29,11 @@ impl CharVocab {
         &self.chars
     }
 
+    /// The id of `c`, if it is in the vocabulary.
+    pub fn id(&self, c: char) -> Option<usize> {
+        self.chars.binary_search(&c).ok()
+    }
+
     /// The number of characters, 65 for tiny Shakespeare.
     pub fn len(&self) -> usize {
         self.chars.len()

@@ -14,6 +14,7 @@
 //! A byte-order mark is not white space to Python, so it stays in the first
 //! word and in the vocabulary, as it does in makemore.py.
 
+use gpt::data::CharVocab;
 use std::fmt;
 use std::path::Path;
 use tensor::rng::TorchGenerator;
@@ -79,19 +80,19 @@ pub fn read_words(path: &Path) -> Result<Vec<String>, InputError> {
 }
 
 /// The vocabulary: `sorted(list(set(''.join(words))))`, code points in order.
-/// Index 0 is the start and stop token, so character `i` of the list is token `i + 1`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Index 0 is the start and stop token, so character `i` of the list is token
+/// `i + 1`: lecture 7's character vocabulary ([`CharVocab`]) shifted by one.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Vocab {
-    chars: Vec<char>,
+    chars: CharVocab,
 }
 
 impl Vocab {
     /// The sorted set of every character in `words`.
     pub fn of(words: &[String]) -> Vocab {
-        let mut chars: Vec<char> = words.iter().flat_map(|w| w.chars()).collect();
-        chars.sort_unstable();
-        chars.dedup();
-        Vocab { chars }
+        Vocab {
+            chars: CharVocab::from_text(&words.concat()),
+        }
     }
 
     /// A vocabulary from its characters, sorted and distinct (a checkpoint's).
@@ -99,12 +100,14 @@ impl Vocab {
         if chars.windows(2).any(|w| w[0] >= w[1]) {
             return Err("vocabulary is not sorted and distinct".into());
         }
-        Ok(Vocab { chars })
+        Ok(Vocab {
+            chars: CharVocab::from_chars(chars),
+        })
     }
 
     /// The characters, in token order from token 1.
     pub fn chars(&self) -> &[char] {
-        &self.chars
+        self.chars.chars()
     }
 
     /// `get_vocab_size()`: the characters and the special token 0.
@@ -114,12 +117,12 @@ impl Vocab {
 
     /// `stoi[c]`, if `c` is in the vocabulary.
     pub fn stoi(&self, c: char) -> Option<usize> {
-        self.chars.binary_search(&c).ok().map(|i| i + 1)
+        self.chars.id(c).map(|i| i + 1)
     }
 
     /// `decode`: tokens 1.. back to their characters (0 must be cropped first).
     pub fn decode(&self, ix: &[usize]) -> String {
-        ix.iter().map(|&i| self.chars[i - 1]).collect()
+        ix.iter().map(|&i| self.chars.chars()[i - 1]).collect()
     }
 }
 
