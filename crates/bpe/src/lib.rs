@@ -36,6 +36,7 @@ mod error;
 pub mod merges;
 pub mod model_file;
 pub mod openai;
+pub mod rustbpe;
 pub mod split;
 mod tokenizer;
 pub mod train;
@@ -43,9 +44,9 @@ pub mod train;
 pub use error::{Error, Result};
 pub use merges::{Merges, Pair};
 pub use openai::{Gpt2Tokenizer, Gpt4Tokenizer, GPT2_SPECIAL_TOKENS, GPT4_SPECIAL_TOKENS};
-pub use split::{Splitter, GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN};
+pub use split::{Splitter, GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, NANOCHAT_SPLIT_PATTERN};
 pub use tokenizer::{print_merges, AllowedSpecial, BasicTokenizer, RegexTokenizer};
-pub use train::{Algorithm, MergeRecord};
+pub use train::{Algorithm, MergeRecord, TieBreak};
 
 /// Token ids as a compact JSON array, `[1,2,3]` (what `bpe encode` prints).
 pub fn ids_json(ids: &[u32]) -> String {

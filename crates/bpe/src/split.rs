@@ -24,11 +24,17 @@ pub const GPT2_SPLIT_PATTERN: &str =
 /// GPT-4's split pattern (minbpe `GPT4_SPLIT_PATTERN`, `cl100k_base`).
 pub const GPT4_SPLIT_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
 
+/// nanochat's split pattern (`nanochat/tokenizer.py` `SPLIT_PATTERN`): GPT-4's with numbers cut
+/// into runs of at most two digits (`\p{N}{1,2}`), so small vocabularies spend fewer tokens on
+/// numbers.
+pub const NANOCHAT_SPLIT_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+
 // The same patterns with `\s+(?!\S)|\s+` replaced by `\s+` and the possessive quantifiers made
 // greedy. A possessive `X?+` or `X++` only differs from `X?`/`X+` when backtracking into X could
 // help what follows; here what follows (`\p{L}+`, `[\r\n]*`) can never match a character of X.
 const GPT2_FAST: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
 const GPT4_FAST: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+";
+const NANOCHAT_FAST: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+";
 
 #[derive(Debug, Clone)]
 enum Engine {
@@ -65,6 +71,7 @@ impl Splitter {
         let fast = match pattern {
             GPT2_SPLIT_PATTERN => Some((GPT2_FAST, false)),
             GPT4_SPLIT_PATTERN => Some((GPT4_FAST, true)),
+            NANOCHAT_SPLIT_PATTERN => Some((NANOCHAT_FAST, true)),
             _ => None,
         };
         match fast {
@@ -248,7 +255,11 @@ mod tests {
 
     #[test]
     fn fast_and_fancy_agree_on_tricky_whitespace() {
-        for pat in [GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN] {
+        for pat in [
+            GPT2_SPLIT_PATTERN,
+            GPT4_SPLIT_PATTERN,
+            NANOCHAT_SPLIT_PATTERN,
+        ] {
             let fast = Splitter::new(pat).unwrap();
             let fancy = Splitter::fancy(pat).unwrap();
             for text in [

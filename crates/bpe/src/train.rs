@@ -161,7 +161,6 @@ impl PairCounts {
     }
 }
 
-// ANCHOR: train_incremental
 /// Incremental pair counts: same merges as [`train_plain`], each merge costs only the work
 /// around the occurrences it rewrites.
 ///
@@ -170,7 +169,29 @@ impl PairCounts {
 /// earliest chunk that contains the pair is the first copy of some unique chunk.
 pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<MergeRecord>> {
     let num_merges = check_sizes(vocab_size)?;
+    let merges = incremental(chunks, num_merges, TieBreak::FirstOccurrence)?;
+    match merges.len() {
+        done if done < num_merges => Err(too_short(done, num_merges)),
+        _ => Ok(merges),
+    }
+}
 
+/// How equal pair counts are broken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TieBreak {
+    /// minbpe's: the pair that occurs first in the text (a Python dict keeps insertion order).
+    FirstOccurrence,
+    /// rustbpe's (nanochat's): the smaller `(left, right)` pair.
+    SmallestPair,
+}
+
+// ANCHOR: train_incremental
+/// The incremental trainer: up to `num_merges` merges, fewer when the chunks run out of pairs.
+pub(crate) fn incremental(
+    chunks: &[&[u8]],
+    num_merges: usize,
+    tie: TieBreak,
+) -> Result<Vec<MergeRecord>> {
     // Unique chunks in first-appearance order, laid end to end as a linked list of tokens.
     let mut index: FastMap<&[u8], usize> = FastMap::default();
     let mut uniq: Vec<(&[u8], u32)> = Vec::new();
@@ -237,8 +258,14 @@ pub fn train_incremental(chunks: &[&[u8]], vocab_size: usize) -> Result<Vec<Merg
                 tied.push(idx);
             }
         }
-        let Some(&best) = tied.iter().min_by_key(|&&idx| counts.first_at(idx)) else {
-            return Err(too_short(step, num_merges));
+        let best = match tie {
+            TieBreak::FirstOccurrence => tied.iter().min_by_key(|&&idx| counts.first_at(idx)),
+            TieBreak::SmallestPair => tied
+                .iter()
+                .min_by_key(|&&idx| counts.pairs[idx as usize].pair),
+        };
+        let Some(&best) = best else {
+            break; // no pair is left: every chunk is a single token
         };
         for &idx in &tied {
             if idx != best {

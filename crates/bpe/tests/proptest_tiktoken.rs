@@ -5,7 +5,10 @@ mod common;
 
 use std::sync::OnceLock;
 
-use bpe::{Gpt2Tokenizer, Gpt4Tokenizer, Splitter, GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN};
+use bpe::{
+    Gpt2Tokenizer, Gpt4Tokenizer, Splitter, GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN,
+    NANOCHAT_SPLIT_PATTERN,
+};
 use proptest::prelude::*;
 
 fn gpt4() -> &'static Gpt4Tokenizer {
@@ -50,7 +53,7 @@ proptest! {
 
     #[test]
     fn fast_split_equals_fancy_regex(s in text()) {
-        for pat in [GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN] {
+        for pat in [GPT2_SPLIT_PATTERN, GPT4_SPLIT_PATTERN, NANOCHAT_SPLIT_PATTERN] {
             let fast = Splitter::new(pat).unwrap();
             let fancy = Splitter::fancy(pat).unwrap();
             prop_assert_eq!(fast.chunks(s.as_bytes()).unwrap(), fancy.chunks(s.as_bytes()).unwrap());
