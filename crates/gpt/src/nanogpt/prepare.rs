@@ -271,18 +271,8 @@ pub fn prepare_file(input: &Path, out_dir: &Path) -> Result<String, String> {
     ))
 }
 
-/// `f"{n:,}"`.
-pub fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// `f"{n:,}"` (report's, which every tool prints with).
+pub use report::thousands;
 
 #[cfg(test)]
 mod tests {
