@@ -132,14 +132,20 @@ pub fn eval(args: EvalArgs) -> Result<(), String> {
         ]);
     }
     println!("\nVocab sizes:");
-    println!("GPT-2: {}", 50257);
-    println!("GPT-4: {}", 100277);
+    println!("GPT-2: {}", n_vocab(&gpt2));
+    println!("GPT-4: {}", n_vocab(&gpt4));
     println!("Ours: {}", ours.vocab_size());
     let color = std::io::stdout().is_terminal();
     for (b, baseline) in [(0, "GPT-2"), (1, "GPT-4")] {
         print_comparison(baseline, &texts, &results, b, color);
     }
     Ok(())
+}
+
+/// tiktoken's `n_vocab`: the largest id, special tokens included, plus one.
+fn n_vocab(t: &bpe::RegexTokenizer) -> usize {
+    let top = t.special_tokens().iter().map(|&(_, id)| id as usize + 1);
+    top.chain([t.merges().vocab_size()]).max().unwrap_or(0)
 }
 
 /// tok_eval.py's `print_comparison`, its columns and colors (green is the better ratio).
