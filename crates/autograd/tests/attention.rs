@@ -105,6 +105,7 @@ fn run_head(fused: bool, p: f32, scale: f32, qkv: [&Tensor; 3], seed: &Tensor) -
         let op = Attention {
             causal: true,
             scale,
+            window: None,
             dropout: Some(WeightDropout {
                 keep: tensor::KeepMask::pack(&keep),
                 p,
@@ -170,7 +171,49 @@ fn fused_attention_rejects_a_keep_mask_of_another_shape() {
     let op = Attention {
         causal: true,
         scale: 0.5,
+        window: None,
         dropout: Some(WeightDropout { keep, p: 0.1 }),
     };
     op.forward(&x, &x, &x);
+}
+
+/// Output, dq, dk, dv of causal attention with a sliding window of `w` earlier
+/// keys: the fused op, or the lines with nanochat's SDPA mask
+/// (`col <= row & row - col <= w`, everything else −∞).
+fn run_window(fused: bool, w: usize, qkv: [&Tensor; 3], seed: &Tensor) -> [Tensor; 4] {
+    let graph = Graph::new();
+    let [qv, kv, vv] = qkv.map(|x| graph.leaf(x.clone()));
+    let (t, hs) = (qkv[0].shape()[2], qkv[0].shape()[3]);
+    let y = if fused {
+        let op = tensor::attention::Attention {
+            window: Some(w),
+            ..tensor::attention::Attention::scaled_dot_product(true, hs)
+        };
+        qv.attention(kv, vv, op) // (B, nh, T, hs)
+    } else {
+        let hidden: Vec<f32> = (0..t * t)
+            .map(|n| (n % t > n / t || n / t - n % t > w) as u8 as f32)
+            .collect();
+        let att = qv.matmul(kv.transpose(-2, -1)) * (1.0 / (hs as f64).sqrt()) as f32; // (B, nh, T, T)
+        let att = att.masked_fill(&Tensor::from_vec(hidden, &[t, t]), f32::NEG_INFINITY); // (B, nh, T, T)
+        att.softmax(-1).matmul(vv) // (B, nh, T, hs)
+    };
+    let grads = (y * graph.constant(seed.clone())).sum_all().backward();
+    let grad = |x| grads.of(x).expect("a gradient").clone();
+    [y.value(), grad(qv), grad(kv), grad(vv)]
+}
+
+#[test]
+fn a_sliding_window_gives_the_masked_lines_bits() {
+    let mut gen = TorchGenerator::manual_seed(42);
+    for (shape, w) in [([2, 3, 17, 16], 4), ([1, 2, 40, 8], 0), ([2, 2, 9, 4], 8), ([1, 1, 5, 4], 20)] {
+        let (q, k, v) = (gen.randn(&shape), gen.randn(&shape), gen.randn(&shape));
+        let seed = gen.randn(&shape);
+        let fused = run_window(true, w, [&q, &k, &v], &seed);
+        let plain = run_window(false, w, [&q, &k, &v], &seed);
+        for (n, (f, p)) in fused.iter().zip(&plain).enumerate() {
+            let name = ["output", "dq", "dk", "dv"][n];
+            assert!(same(f, p), "{shape:?} window {w} {name}: fused and plain differ");
+        }
+    }
 }

@@ -160,6 +160,7 @@ impl Head {
         let op = Attention {
             causal: true,
             scale: self.scale,
+            window: None,
             dropout: pass.weight_dropout(self.dropout, &[b, 1, t, t]), // (B, 1, T, T) bits
         };
         let y = q.unsqueeze(1).attention(k.unsqueeze(1), v.unsqueeze(1), op); // (B, 1, T, hs): one head

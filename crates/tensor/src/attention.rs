@@ -49,6 +49,9 @@ pub struct Attention {
     pub causal: bool,
     /// The factor on `q kᵀ`.
     pub scale: f32,
+    /// A sliding window: query `i` also sees no key before `i − window`
+    /// (nanochat's `window_size=(window, 0)`), so `window + 1` keys at most.
+    pub window: Option<usize>,
     /// Dropout on the weights, in training.
     pub dropout: Option<WeightDropout>,
 }
@@ -100,8 +103,16 @@ impl Attention {
         Attention {
             causal,
             scale: scale(head_size),
+            window: None,
             dropout: None,
         }
+    }
+
+    /// The keys query `i` of `t` sees: `lo..hi`.
+    fn seen(&self, i: usize, t: usize) -> (usize, usize) {
+        let hi = if self.causal { i + 1 } else { t };
+        let lo = self.window.map_or(0, |w| i.saturating_sub(w));
+        (lo, hi)
     }
 
     fn check_dropout(&self, q: &Tensor) {
@@ -128,15 +139,12 @@ impl Attention {
         if t > 0 {
             parallel_fill(&mut att, t, |start, piece| {
                 for (r, (y, x)) in piece.chunks_mut(t).zip(x[start..].chunks(t)).enumerate() {
-                    // The query's position: keys after it are masked when causal.
-                    let seen = if self.causal {
-                        (start / t + r) % t + 1
-                    } else {
-                        t
-                    };
+                    // The query's position: keys after it are masked when
+                    // causal, and keys before its window when there is one.
+                    let (lo, seen) = self.seen((start / t + r) % t, t);
                     // `· scale`, then `masked_fill(future, −∞)`.
                     for (j, (y, &x)) in y.iter_mut().zip(x).enumerate() {
-                        *y = if j < seen {
+                        *y = if lo <= j && j < seen {
                             x * self.scale
                         } else {
                             f32::NEG_INFINITY
@@ -147,19 +155,20 @@ impl Attention {
                     // A masked key's exp(−∞ − max) is exactly 0 when max is
                     // finite, and adding or scaling a 0 changes nothing: only
                     // the keys the query sees are computed (half the exps).
-                    let live = if max.is_finite() { seen } else { t };
+                    let live = if max.is_finite() { lo..seen } else { 0..t };
                     let mut sum = 0f64;
-                    for y in y[..live].iter_mut() {
+                    for y in y[live.clone()].iter_mut() {
                         *y = (*y - max).exp();
                         sum += *y as f64;
                     }
                     let inverse = (1.0 / sum) as f32;
-                    for y in y[..live].iter_mut() {
+                    for y in y[live.clone()].iter_mut() {
                         *y *= inverse;
                     }
                     // 0 · inverse, as the full loop gave: NaN when a seen
                     // score was NaN (`max` skips NaN, so `live` is `seen`).
-                    y[live..].fill(0.0 * inverse);
+                    y[..live.start].fill(0.0 * inverse);
+                    y[live.end..].fill(0.0 * inverse);
                 }
             });
         }
@@ -180,14 +189,10 @@ impl Attention {
             parallel_fill(&mut dscores, t, |start, piece| {
                 let rows = a[start..].chunks(t).zip(g[start..].chunks(t));
                 for (r, (d, (a, g))) in piece.chunks_mut(t).zip(rows).enumerate() {
-                    let seen = if self.causal {
-                        (start / t + r) % t + 1
-                    } else {
-                        t
-                    };
+                    let (lo, seen) = self.seen((start / t + r) % t, t);
                     let dot = g.iter().zip(a).map(|(&g, &a)| (g * a) as f64).sum::<f64>() as f32;
                     for (j, (d, (&a, &g))) in d.iter_mut().zip(a.iter().zip(g)).enumerate() {
-                        let masked = if j < seen { a * (g - dot) } else { 0.0 };
+                        let masked = if lo <= j && j < seen { a * (g - dot) } else { 0.0 };
                         *d = masked * self.scale;
                     }
                 }
