@@ -1,8 +1,9 @@
 //! The text nanochat trains on, as a list of documents.
 //!
 //! nanochat reads FineWeb-style parquet shards, one document per row. Offline, any text works:
-//! - a text file is a list of documents separated by blank lines (`"\n\n"`; empty pieces are
-//!   dropped), so tiny Shakespeare is its 7,222 speeches;
+//! - a text file is a list of documents separated by blank lines (a line break, then an empty
+//!   line: `"\n\n"` or `"\r\n\r\n"`, as Python's `re.split(r"\r?\n\r?\n", text)`; empty
+//!   pieces are dropped), so tiny Shakespeare is its 7,222 speeches;
 //! - a JSON-lines file (`.jsonl`) holds one `{"text": …}` object per line;
 //! - a folder holds such files, read in name order.
 
@@ -19,9 +20,29 @@ fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, String> {
     })
 }
 
-/// The documents of one text file: pieces between blank lines.
+/// The documents of one text file: the pieces between blank lines, as
+/// `re.split(r"\r?\n\r?\n", text)` cuts them, without the empty ones.
 pub fn split_text(text: &str) -> impl Iterator<Item = &str> {
-    text.split("\n\n").filter(|d| !d.is_empty())
+    let b = text.as_bytes();
+    let mut pieces = Vec::new();
+    let (mut start, mut i) = (0, 0);
+    // A match at i: an optional \r, \n, an optional \r, \n. Taking each \r when it is there
+    // never loses a match: without it, a \n would be needed where the \r is.
+    let newline = |j: usize| -> Option<usize> {
+        let j = if b.get(j) == Some(&b'\r') { j + 1 } else { j };
+        (b.get(j) == Some(&b'\n')).then_some(j + 1)
+    };
+    while i < b.len() {
+        match newline(i).and_then(newline) {
+            Some(end) => {
+                pieces.push(&text[start..i]);
+                (start, i) = (end, end);
+            }
+            None => i += 1,
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces.into_iter().filter(|d| !d.is_empty())
 }
 
 fn read_jsonl(path: &Path, text: &str, out: &mut Vec<String>) -> Result<(), String> {
@@ -100,5 +121,7 @@ mod tests {
         // As Python's text.split("\n\n") with the empty pieces dropped.
         let docs: Vec<&str> = split_text("a b\nc\n\n\n\nd\n\n\ne\n\n").collect();
         assert_eq!(docs, ["a b\nc", "d", "\ne"]);
+        let docs: Vec<&str> = split_text("a\r\n\r\nb\r\nc\n\r\nd\r\r\n\ne\r\n").collect();
+        assert_eq!(docs, ["a", "b\r\nc", "d\r", "e\r\n"]);
     }
 }
