@@ -14,6 +14,7 @@
 //! conversations with system messages, tool calls and truncation.
 
 pub mod documents;
+pub mod gpt;
 pub mod pickle;
 pub mod tokenizer;
 
