@@ -206,14 +206,22 @@ fn run_window(fused: bool, w: usize, qkv: [&Tensor; 3], seed: &Tensor) -> [Tenso
 #[test]
 fn a_sliding_window_gives_the_masked_lines_bits() {
     let mut gen = TorchGenerator::manual_seed(42);
-    for (shape, w) in [([2, 3, 17, 16], 4), ([1, 2, 40, 8], 0), ([2, 2, 9, 4], 8), ([1, 1, 5, 4], 20)] {
+    for (shape, w) in [
+        ([2, 3, 17, 16], 4),
+        ([1, 2, 40, 8], 0),
+        ([2, 2, 9, 4], 8),
+        ([1, 1, 5, 4], 20),
+    ] {
         let (q, k, v) = (gen.randn(&shape), gen.randn(&shape), gen.randn(&shape));
         let seed = gen.randn(&shape);
         let fused = run_window(true, w, [&q, &k, &v], &seed);
         let plain = run_window(false, w, [&q, &k, &v], &seed);
         for (n, (f, p)) in fused.iter().zip(&plain).enumerate() {
             let name = ["output", "dq", "dk", "dv"][n];
-            assert!(same(f, p), "{shape:?} window {w} {name}: fused and plain differ");
+            assert!(
+                same(f, p),
+                "{shape:?} window {w} {name}: fused and plain differ"
+            );
         }
     }
 }

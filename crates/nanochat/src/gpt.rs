@@ -10,6 +10,7 @@
 //! attention; no biases; an untied head padded to a multiple of 64, its logits soft-capped at
 //! 15·tanh(z/15); the loss ignoring targets of −1.
 
+use crate::optim::{Group, Kind, MuonAdamW};
 use autograd::{ForwardPass, ParamId, Params, Var};
 use serde::{Deserialize, Serialize};
 use tensor::attention::Attention;
@@ -624,4 +625,89 @@ fn repeat_kv<'g>(x: Var<'g>, h: usize) -> Var<'g> {
     let group = h / kvh;
     let heads: Vec<Var<'g>> = (0..h).map(|j| x.narrow(1, j / group, 1)).collect();
     Var::concat(&heads, 1) // (B, H, T, D)
+}
+
+impl Gpt {
+    // ANCHOR: setup_optimizer
+    /// `setup_optimizer`: six AdamW groups (the head, the embedding, the value embeddings, the
+    /// two per-layer scalars, the smear and backout scalars), their rates scaled by
+    /// 1/√(n_embd/768), then one Muon group per matrix shape, shapes in sorted order.
+    pub fn setup_optimizer(
+        &self,
+        unembedding_lr: f64,
+        embedding_lr: f64,
+        matrix_lr: f64,
+        weight_decay: f64,
+        scalar_lr: f64,
+    ) -> MuonAdamW {
+        let dmodel_lr_scale = (self.config.n_embd as f64 / 768.0).powf(-0.5);
+        let adamw = |params: Vec<ParamId>, lr: f64, betas: (f64, f64), weight_decay: f64| Group {
+            params,
+            lr,
+            initial_lr: lr,
+            kind: Kind::AdamW {
+                betas,
+                eps: 1e-10,
+                weight_decay,
+            },
+        };
+        let value_embeds: Vec<ParamId> = self.value_embeds.iter().flatten().copied().collect();
+        let mut groups = vec![
+            adamw(
+                vec![self.lm_head],
+                unembedding_lr * dmodel_lr_scale,
+                (0.8, 0.96),
+                0.01,
+            ),
+            adamw(
+                vec![self.wte],
+                embedding_lr * dmodel_lr_scale,
+                (0.8, 0.995),
+                0.001,
+            ),
+            adamw(
+                value_embeds,
+                embedding_lr * dmodel_lr_scale * 0.5,
+                (0.8, 0.995),
+                0.01,
+            ),
+            adamw(
+                vec![self.resid_lambdas],
+                scalar_lr * 0.01,
+                (0.8, 0.95),
+                0.05,
+            ),
+            adamw(vec![self.x0_lambdas], scalar_lr, (0.96, 0.95), 0.0),
+            adamw(
+                vec![self.smear_gate, self.smear_lambda, self.backout_lambda],
+                0.2,
+                (0.8, 0.95),
+                0.0,
+            ),
+        ];
+        let matrices = self.matrix_params();
+        let shape = |id: ParamId| self.params.value(id).shape().to_vec();
+        let mut shapes: Vec<Vec<usize>> = matrices.iter().map(|&id| shape(id)).collect();
+        shapes.sort();
+        shapes.dedup();
+        for s in shapes {
+            groups.push(Group {
+                params: matrices
+                    .iter()
+                    .copied()
+                    .filter(|&id| shape(id) == s)
+                    .collect(),
+                lr: matrix_lr,
+                initial_lr: matrix_lr,
+                kind: Kind::Muon {
+                    momentum: 0.95,
+                    ns_steps: 5,
+                    beta2: 0.9,
+                    weight_decay,
+                },
+            });
+        }
+        MuonAdamW::new(groups, &self.params)
+    }
+    // ANCHOR_END: setup_optimizer
 }

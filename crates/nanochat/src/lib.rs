@@ -15,6 +15,7 @@
 
 pub mod documents;
 pub mod gpt;
+pub mod optim;
 pub mod pickle;
 pub mod tokenizer;
 

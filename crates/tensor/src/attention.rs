@@ -192,7 +192,11 @@ impl Attention {
                     let (lo, seen) = self.seen((start / t + r) % t, t);
                     let dot = g.iter().zip(a).map(|(&g, &a)| (g * a) as f64).sum::<f64>() as f32;
                     for (j, (d, (&a, &g))) in d.iter_mut().zip(a.iter().zip(g)).enumerate() {
-                        let masked = if lo <= j && j < seen { a * (g - dot) } else { 0.0 };
+                        let masked = if lo <= j && j < seen {
+                            a * (g - dot)
+                        } else {
+                            0.0
+                        };
                         *d = masked * self.scale;
                     }
                 }
