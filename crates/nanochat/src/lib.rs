@@ -13,6 +13,7 @@
 //! to tiktoken's, and `render_conversation`'s ids and masks equal to nanochat's on 11
 //! conversations with system messages, tool calls and truncation.
 
+pub mod dataloader;
 pub mod documents;
 pub mod gpt;
 pub mod optim;
