@@ -16,6 +16,7 @@
 pub mod dataloader;
 pub mod documents;
 pub mod gpt;
+pub mod loss_eval;
 pub mod optim;
 pub mod pickle;
 pub mod tokenizer;
