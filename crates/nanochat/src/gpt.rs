@@ -85,19 +85,19 @@ impl GptConfig {
                 "a model needs layers, heads and a context of 2 or more: {self:?}"
             ));
         }
-        if self.n_embd % self.n_head != 0 {
+        if !self.n_embd.is_multiple_of(self.n_head) {
             return Err(format!(
                 "the width {} is not a multiple of the {} heads",
                 self.n_embd, self.n_head
             ));
         }
-        if self.n_kv_head > self.n_head || self.n_head % self.n_kv_head != 0 {
+        if self.n_kv_head > self.n_head || !self.n_head.is_multiple_of(self.n_kv_head) {
             return Err(format!(
                 "{} query heads cannot share {} key/value heads",
                 self.n_head, self.n_kv_head
             ));
         }
-        if self.head_dim() % 2 != 0 {
+        if !self.head_dim().is_multiple_of(2) {
             return Err(format!(
                 "rotary embeddings need an even head dimension, not {}",
                 self.head_dim()

@@ -6,13 +6,21 @@
 //! - `tok-train`, `tok-eval`: the tokenizer (`scripts/tok_train.py`, `scripts/tok_eval.py`,
 //!   `nanochat/tokenizer.py`), trained as the `rustbpe` package trains it and saved as the
 //!   `tokenizer.pkl` nanochat reads.
+//! - The pieces of `base-train` (`scripts/base_train.py`): the GPT of `nanochat/gpt.py`
+//!   ([`gpt`]), `MuonAdamW` ([`optim`]), the best-fit loader ([`dataloader`]), bits per byte
+//!   ([`loss_eval`]), the schedules and the training step ([`base_train`]).
 //!
 //! Targets (`crates/nanochat/tests`, fixtures made by nanochat's own code): on tiny Shakespeare
 //! and on a text beyond ASCII, at vocabularies of 512 and 4,096, the merge ranks equal to
 //! rustbpe's, `tokenizer.pkl` equal byte for byte to the one nanochat saves, every encoding equal
 //! to tiktoken's, and `render_conversation`'s ids and masks equal to nanochat's on 11
-//! conversations with system messages, tool calls and truncation.
+//! conversations with system messages, tool calls and truncation. For base_train.py, eight runs
+//! (two texts, depths 2 and 4, sliding windows on and off): every tensor's name, shape and initial
+//! bytes, the first loss within 1e-5, Muon's first update within 1e-5, bits per byte at step 0
+//! within 1e-4, and 50 steps of losses within 1e-4 (at depth 4, while nanochat on 1 and on 2
+//! threads agree with each other; see `tests/base_train.rs`).
 
+pub mod base_train;
 pub mod dataloader;
 pub mod documents;
 pub mod gpt;

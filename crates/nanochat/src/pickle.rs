@@ -290,7 +290,7 @@ fn pop_mark(stack: &mut Vec<Value>) -> Result<Vec<Value>, String> {
 }
 
 fn set_items(stack: &mut [Value], items: Vec<Value>) -> Result<(), String> {
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return Err("a dict update with an odd number of items".into());
     }
     let Some(Value::Dict(d)) = stack.last_mut() else {
