@@ -8,7 +8,9 @@
 //!   `tokenizer.pkl` nanochat reads.
 //! - The pieces of `base-train` (`scripts/base_train.py`): the GPT of `nanochat/gpt.py`
 //!   ([`gpt`]), `MuonAdamW` ([`optim`]), the best-fit loader ([`dataloader`]), bits per byte
-//!   ([`loss_eval`]), the schedules and the training step ([`base_train`]).
+//!   ([`loss_eval`]), the schedules and the training step ([`base_train`]); the loop with its
+//!   printed lines, checkpoints ([`checkpoint`]) that resume bit for bit, and the run's
+//!   `loss.csv` and `report.json` ([`base_train::run`]).
 //!
 //! Targets (`crates/nanochat/tests`, fixtures made by nanochat's own code): on tiny Shakespeare
 //! and on a text beyond ASCII, at vocabularies of 512 and 4,096, the merge ranks equal to
@@ -21,6 +23,7 @@
 //! threads agree with each other; see `tests/base_train.rs`).
 
 pub mod base_train;
+pub mod checkpoint;
 pub mod dataloader;
 pub mod documents;
 pub mod gpt;
