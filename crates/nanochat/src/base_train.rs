@@ -6,6 +6,8 @@
 //! the loop: warmup, constant, linear warmdown of the learning rate; Muon's momentum ramped
 //! 0.85 → 0.97 and down to 0.90 in the warmdown; its weight decay on a cosine to zero.
 
+pub mod run;
+
 use clap::Args;
 
 use crate::dataloader::{BestFitLoader, DocumentSource, LoaderState};
@@ -20,7 +22,8 @@ use tensor::rng::TorchGenerator;
 pub const B_REF: f64 = 524_288.0;
 
 /// base_train.py's flags, with its defaults; each also spelled with underscores.
-#[derive(Args, Clone, Debug)]
+#[derive(Args, Clone, Debug, serde::Serialize)]
+#[command(args_override_self = true)] // as argparse: a repeated flag, the last one counts
 pub struct BaseTrainArgs {
     /// The wandb run name; only "dummy" (no logging) is supported.
     #[arg(long, default_value = "dummy")]
@@ -153,6 +156,10 @@ pub struct BaseTrainArgs {
     /// The checkpoint folder's name under base_checkpoints (default d<depth>).
     #[arg(long = "model-tag", alias = "model_tag")]
     pub model_tag: Option<String>,
+    /// The text to train on (not a base_train.py flag): a text file, a JSON-lines file, or a
+    /// folder of .txt, .md and .jsonl files; the last file is val (one file: its last tenth).
+    #[arg(long)]
+    pub data: Option<std::path::PathBuf>,
 }
 
 /// What base_train.py works out before its loop.
@@ -425,6 +432,8 @@ pub struct BaseTrain<'t, S: DocumentSource> {
     pub next: (Vec<u32>, Vec<i32>, LoaderState),
     /// Steps taken.
     pub step: usize,
+    /// Batches the loader has handed out, `next` included.
+    pub batches_drawn: usize,
 }
 
 impl<'t, S: DocumentSource> BaseTrain<'t, S> {
@@ -469,6 +478,7 @@ impl<'t, S: DocumentSource> BaseTrain<'t, S> {
             loader,
             next,
             step: 0,
+            batches_drawn: 1,
         })
     }
 
@@ -491,6 +501,7 @@ impl<'t, S: DocumentSource> BaseTrain<'t, S> {
             loss.div_scalar(self.grad_accum_steps as f32)
                 .backward_into(&mut self.model.params);
             self.next = self.loader.next_batch()?;
+            self.batches_drawn += 1;
         }
         let s = &self.schedule;
         let (lrm, momentum, wd) = (

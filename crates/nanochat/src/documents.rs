@@ -6,7 +6,11 @@
 //!   pieces are dropped), so tiny Shakespeare is its 7,222 speeches;
 //! - a JSON-lines file (`.jsonl`) holds one `{"text": …}` object per line;
 //! - a folder holds such files, read in name order.
+//!
+//! For training, each file stands for a shard and the last one is val, as in nanochat; a single
+//! file gives its last tenth to val ([`train_val_split`]).
 
+use crate::dataloader::InMemory;
 use std::path::{Path, PathBuf};
 
 /// A document read from `path`, with every error naming the file.
@@ -77,31 +81,36 @@ fn read_file(path: &Path, out: &mut Vec<String>) -> Result<(), String> {
     }
 }
 
+/// The files a corpus path names: the file itself, or a folder's `.txt`, `.md` and `.jsonl`
+/// files in name order.
+fn corpus_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "txt" || e == "md" || e == "jsonl")
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!(
+            "{}: the folder has no .txt, .md or .jsonl files to read",
+            path.display()
+        ));
+    }
+    Ok(files)
+}
+
 /// Every document under `path` (a file or a folder of `.txt`, `.md` and `.jsonl` files).
 pub fn read_documents(path: &Path) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
-    if path.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file())
-            .filter(|p| {
-                p.extension()
-                    .is_some_and(|e| e == "txt" || e == "md" || e == "jsonl")
-            })
-            .collect();
-        files.sort();
-        if files.is_empty() {
-            return Err(format!(
-                "{}: the folder has no .txt, .md or .jsonl files to read",
-                path.display()
-            ));
-        }
-        for f in files {
-            read_file(&f, &mut out)?;
-        }
-    } else {
-        read_file(path, &mut out)?;
+    for f in corpus_files(path)? {
+        read_file(&f, &mut out)?;
     }
     if out.is_empty() {
         return Err(format!(
@@ -110,6 +119,55 @@ pub fn read_documents(path: &Path) -> Result<Vec<String>, String> {
         ));
     }
     Ok(out)
+}
+
+/// Documents per row group when text files stand in for parquet shards (a resumed run restarts
+/// at a row group, so this is also how finely a run resumes).
+pub const DOCUMENTS_PER_ROW_GROUP: usize = 1024;
+
+/// The train and val documents under `path`, as nanochat splits its shards: with several files,
+/// the last is val; a single file gives its last tenth of documents (at least one) to val. Each
+/// file is one shard of row groups of [`DOCUMENTS_PER_ROW_GROUP`] documents.
+pub fn train_val_split(path: &Path) -> Result<(InMemory, InMemory), String> {
+    let files = corpus_files(path)?;
+    let mut shards = Vec::new();
+    for f in &files {
+        let mut docs = Vec::new();
+        read_file(f, &mut docs)?;
+        if docs.is_empty() {
+            return Err(format!("{}: no text in it (an empty file)", f.display()));
+        }
+        shards.push(docs);
+    }
+    let (train, val) = if shards.len() == 1 {
+        let docs = shards.pop().expect("one shard");
+        if docs.len() < 2 {
+            return Err(format!(
+                "{}: one document only; a run needs at least two, one of them for validation \
+                 (documents are separated by blank lines)",
+                path.display()
+            ));
+        }
+        let n_val = (docs.len() / 10).max(1);
+        let (train, val) = docs.split_at(docs.len() - n_val);
+        (vec![train.to_vec()], vec![val.to_vec()])
+    } else {
+        let val = shards.pop().expect("two shards or more");
+        (shards, vec![val])
+    };
+    let row_groups = |shards: Vec<Vec<String>>| {
+        InMemory(
+            shards
+                .into_iter()
+                .map(|docs| {
+                    docs.chunks(DOCUMENTS_PER_ROW_GROUP)
+                        .map(<[String]>::to_vec)
+                        .collect()
+                })
+                .collect(),
+        )
+    };
+    Ok((row_groups(train), row_groups(val)))
 }
 
 #[cfg(test)]

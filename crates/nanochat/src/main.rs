@@ -25,6 +25,8 @@ enum Command {
     TokTrain(tok::TrainArgs),
     /// scripts/tok_eval.py: bytes per token beside GPT-2's and GPT-4's tokenizers.
     TokEval(tok::EvalArgs),
+    /// scripts/base_train.py: pretrain the GPT on --data, saving under base_checkpoints/.
+    BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::TokTrain(args) => tok::train(args),
         Command::TokEval(args) => tok::eval(args),
+        Command::BaseTrain(args) => base_train(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -40,4 +43,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn base_train(args: nanochat::base_train::BaseTrainArgs) -> Result<(), String> {
+    let start = std::time::Instant::now();
+    let mut print0 = |line: String| println!("{line}");
+    let finished =
+        nanochat::base_train::run::base_train(&args, &nanochat::base_dir(), &mut print0)?;
+    nanochat::base_train::run::write_run_files(&finished, start.elapsed().as_secs_f64())?;
+    println!(
+        "Checkpoints, loss.csv and report.json in {}",
+        finished.dir.display()
+    );
+    Ok(())
 }

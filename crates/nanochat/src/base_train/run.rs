@@ -1,0 +1,459 @@
+//! base_train.py's loop, as it runs on one CPU process: evaluate bits per byte every
+//! `--eval-every` steps and at the end, sample every `--sample-every`, save every
+//! `--save-every` and at the end, and between them take a step and print its line.
+//!
+//! Two departures, both so that a run is whole on a CPU: the data can be any text
+//! (`--data`), and a resumed run replays its loader to the batch it stopped at (nanochat
+//! restarts at the next row group, dropping its buffer), so it continues bit for bit.
+
+use super::{build_model, commas, python_e, validation_bpb, BaseTrain, BaseTrainArgs, Plan};
+use crate::checkpoint::{self, LoopState, Meta};
+use crate::dataloader::InMemory;
+use crate::documents::train_val_split;
+use crate::gpt::{Gpt, GptConfig};
+use crate::tokenizer::Tokenizer;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The prompts base_train samples from, greedily, 16 tokens each.
+pub const SAMPLE_PROMPTS: [&str; 7] = [
+    "The capital of France is",
+    "The chemical symbol of gold is",
+    "If yesterday was Friday, then tomorrow will be",
+    "The opposite of hot is",
+    "The planets of the solar system are:",
+    "My favorite color is",
+    "If 5*x + 3 = 13, then x is",
+];
+
+/// What a run leaves: the last checkpoint's metadata and the folder it is in.
+pub struct Finished {
+    /// The metadata of the checkpoint written at the end.
+    pub meta: Meta,
+    /// `base_checkpoints/<model tag>`.
+    pub dir: PathBuf,
+}
+
+/// Refuses the flags this build cannot honour, with what to give instead.
+fn check_flags(args: &BaseTrainArgs, print0: &mut dyn FnMut(String)) -> Result<(), String> {
+    if !matches!(args.device_type.as_str(), "" | "cpu") {
+        return Err(format!(
+            "--device-type {}: this build trains on the CPU only (give --device-type cpu, or leave it out)",
+            args.device_type
+        ));
+    }
+    if args.fp8 {
+        print0("Warning: FP8 training requires CUDA, ignoring --fp8 flag".into());
+    }
+    if args.run != "dummy" {
+        print0(format!(
+            "Warning: wandb logging is not part of this build; --run {} only names nothing",
+            args.run
+        ));
+    }
+    if args.depth == 0 {
+        return Err("--depth must be at least 1".into());
+    }
+    if args.device_batch_size == 0 || args.max_seq_len < 2 {
+        return Err("--device-batch-size must be at least 1 and --max-seq-len at least 2".into());
+    }
+    Ok(())
+}
+
+/// The train and val documents: `--data`, or nanochat's shards under the base folder.
+fn corpus(args: &BaseTrainArgs, base: &Path) -> Result<(InMemory, InMemory), String> {
+    match &args.data {
+        Some(path) => train_val_split(path),
+        None => Err(format!(
+            "no --data given: this build reads text files, JSON lines or a folder of them \
+             (nanochat's parquet shards under {} are not read yet)",
+            base.join("base_data_climbmix").display()
+        )),
+    }
+}
+
+/// Refuses training documents with fewer tokens (a `<|bos|>` before each) than one row needs.
+fn check_enough_tokens(
+    train: &InMemory,
+    tokenizer: &Tokenizer,
+    args: &BaseTrainArgs,
+) -> Result<(), String> {
+    let needed = args.max_seq_len + 1;
+    let mut tokens = 0;
+    for doc in train.0.iter().flatten().flatten() {
+        tokens += 1 + tokenizer.encode(doc).len();
+        if tokens >= needed {
+            return Ok(());
+        }
+    }
+    let data = args
+        .data
+        .as_ref()
+        .map_or("the corpus".into(), |p| p.display().to_string());
+    Err(format!(
+        "{data}: its training documents hold {tokens} tokens, fewer than one row of {needed} \
+         (--max-seq-len {} + 1); give more text or a shorter --max-seq-len",
+        args.max_seq_len
+    ))
+}
+
+/// SHA-256 over the documents, each prefixed with its length.
+fn corpus_digest(docs: &InMemory) -> String {
+    let mut sha = Sha256::new();
+    for doc in docs.0.iter().flatten().flatten() {
+        sha.update((doc.len() as u64).to_le_bytes());
+        sha.update(doc.as_bytes());
+    }
+    sha.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Refuses a model and batch that cannot fit in this machine's memory, before anything is
+/// allocated: the parameters, their gradients and two optimizer moments, and one micro-batch's
+/// activations (about 24 floats per layer and channel, and 3 per vocabulary entry, a token).
+fn check_memory(args: &BaseTrainArgs, c: &GptConfig) -> Result<(), String> {
+    let (l, e, v) = (
+        c.n_layer as u64,
+        c.n_embd as u64,
+        c.padded_vocab_size() as u64,
+    );
+    let kv = (c.n_kv_head * c.head_dim()) as u64;
+    // The matrices and the head (the scaling parameters), the embedding, the value embeddings.
+    let floats = (|| {
+        let matrices = l.checked_mul(e.checked_mul(e)?.checked_mul(12)?)?;
+        let tables = v.checked_mul(
+            e.checked_add(kv.checked_mul(l.div_ceil(2))?)?
+                .checked_add(e)?,
+        )?;
+        let params = matrices.checked_add(tables)?;
+        let per_token = l
+            .checked_mul(e)?
+            .checked_mul(24)?
+            .checked_add(v.checked_mul(3)?)?;
+        let tokens = (args.device_batch_size as u64).checked_mul(args.max_seq_len as u64)?;
+        params
+            .checked_mul(4)?
+            .checked_add(tokens.checked_mul(per_token)?)
+    })();
+    gpt::nanogpt::configurator::check_memory(
+        floats,
+        &format!(
+            "--depth {} --device-batch-size {} --max-seq-len {}",
+            args.depth, args.device_batch_size, args.max_seq_len
+        ),
+    )
+}
+
+/// Greedy continuation of `prompt` (after `<|bos|>`) by up to `max_tokens` tokens, stopping at
+/// `<|bos|>` or `<|assistant_end|>` as nanochat's engine does; the prompt's ids included.
+pub fn greedy_sample(
+    model: &Gpt,
+    tokenizer: &Tokenizer,
+    prompt: &str,
+    max_tokens: usize,
+) -> Result<Vec<u32>, String> {
+    let bos = tokenizer.bos_token_id();
+    let assistant_end = tokenizer.encode_special("<|assistant_end|>")?;
+    let mut ids = vec![bos];
+    ids.extend(tokenizer.encode(prompt));
+    for _ in 0..max_tokens {
+        let window = &ids[ids.len().saturating_sub(model.config.sequence_len)..];
+        let graph = autograd::Graph::no_grad();
+        let pass = autograd::ForwardPass::eval(&graph, &model.params);
+        let logits = model.logits(&pass, window, 1).value(); // (1, T, V)
+        let v = model.config.vocab_size;
+        let last = logits.to_vec()[(window.len() - 1) * v..].to_vec(); // (V,)
+        let next = tensor::Tensor::from_vec(last, &[v]).argmax(0)[0] as u32;
+        if next == bos || next == assistant_end {
+            break;
+        }
+        ids.push(next);
+    }
+    Ok(ids)
+}
+
+/// The model config as base_train prints it (`json.dumps(..., indent=2)`).
+fn config_json(model: &Gpt) -> String {
+    let c = &model.config;
+    format!(
+        "{{\n  \"sequence_len\": {},\n  \"vocab_size\": {},\n  \"n_layer\": {},\n  \"n_head\": {},\n  \
+         \"n_kv_head\": {},\n  \"n_embd\": {},\n  \"window_pattern\": \"{}\"\n}}",
+        c.sequence_len, c.vocab_size, c.n_layer, c.n_head, c.n_kv_head, c.n_embd, c.window_pattern
+    )
+}
+
+// ANCHOR: base_train
+/// Runs `scripts/base_train.py` with `args`, reading the tokenizer from `<base>/tokenizer` and
+/// writing checkpoints under `<base>/base_checkpoints/<model tag>`; `print0` gets each line.
+pub fn base_train(
+    args: &BaseTrainArgs,
+    base: &Path,
+    print0: &mut dyn FnMut(String),
+) -> Result<Finished, String> {
+    check_flags(args, print0)?;
+    let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
+    let token_bytes = tokenizer.token_bytes();
+    let (train, val) = corpus(args, base)?;
+    check_enough_tokens(&train, &tokenizer, args)?;
+    print0(format!("Vocab size: {}", commas(tokenizer.vocab_size())));
+    let model_tag = args.model_tag.clone().unwrap_or(format!("d{}", args.depth));
+    let dir = checkpoint::checkpoint_dir(base, &model_tag);
+    let config = GptConfig::from_depth(
+        args.depth,
+        args.aspect_ratio,
+        args.head_dim,
+        args.max_seq_len,
+        tokenizer.vocab_size(),
+        &args.window_pattern,
+    )?;
+    check_memory(args, &config)?;
+    let mut model = build_model(args, tokenizer.vocab_size())?;
+    print0(format!("Model config:\n{}", config_json(&model)));
+    let resumed = if args.resume_from_step >= 0 {
+        let step = args.resume_from_step as usize;
+        print0(format!("Resuming optimization from step {step}"));
+        let (saved, meta) = checkpoint::load_model(&dir, step)?;
+        if saved.config != model.config {
+            return Err(format!(
+                "{}: the checkpoint of step {step} is a model of another shape ({:?}) than these flags build",
+                dir.display(),
+                saved.config
+            ));
+        }
+        if meta.corpus_sha256 != corpus_digest(&train) {
+            return Err(format!(
+                "{}: the checkpoint of step {step} was trained on other documents than --data gives",
+                dir.display()
+            ));
+        }
+        model = saved;
+        Some(meta)
+    } else {
+        None
+    };
+    print0("Parameter counts:".into());
+    for (key, value) in model.num_scaling_params() {
+        print0(format!("{key:24}: {}", commas(value)));
+    }
+    print0(format!(
+        "Estimated FLOPs per token: {}",
+        python_e(model.estimate_flops())
+    ));
+    let mut plan = Plan::new(args, &model, print0)?;
+    print0(format!(
+        "Scaling the LR for the AdamW parameters ∝1/√({}/768) = {:.6}",
+        model.config.n_embd,
+        (model.config.n_embd as f64 / 768.0).powf(-0.5)
+    ));
+    plan.horizon(args, print0)?;
+    let corpus_sha256 = corpus_digest(&train);
+    let mut run = BaseTrain::new(args, model, &plan, &tokenizer, train, None)?;
+    let (mut loop_state, mut val_bpb, mut losses, mut evals) = match &resumed {
+        Some(meta) => {
+            checkpoint::load_optimizer(&dir, meta.step, &run.model, &mut run.optimizer)?;
+            // Replay the loader to the batch the saved run was about to train on.
+            while run.batches_drawn < meta.batches_drawn {
+                run.next = run.loader.next_batch()?;
+                run.batches_drawn += 1;
+            }
+            run.step = meta.step;
+            (
+                meta.loop_state.clone(),
+                meta.val_bpb,
+                meta.losses.clone(),
+                meta.evals.clone(),
+            )
+        }
+        None => {
+            let fresh = LoopState {
+                min_val_bpb: f64::INFINITY,
+                ..LoopState::default()
+            };
+            (fresh, None, Vec::new(), Vec::new())
+        }
+    };
+    let tokens_per_fwdbwd = args.device_batch_size * args.max_seq_len;
+    print0(format!(
+        "Tokens / micro-batch / rank: {} x {} = {}",
+        args.device_batch_size,
+        args.max_seq_len,
+        commas(tokens_per_fwdbwd)
+    ));
+    print0(format!(
+        "Tokens / micro-batch: {}",
+        commas(tokens_per_fwdbwd)
+    ));
+    print0(format!(
+        "Total batch size {} => gradient accumulation steps: {}",
+        commas(plan.total_batch_size),
+        plan.grad_accum_steps
+    ));
+
+    let num_iterations = plan.num_iterations;
+    let mut meta;
+    loop {
+        let step = run.step;
+        let last_step = step == num_iterations;
+        if args.eval_every > 0 && (last_step || step as i64 % args.eval_every == 0) {
+            let bpb = validation_bpb(args, &run.model, &tokenizer, val.clone(), &token_bytes)?;
+            print0(format!("Step {step:05} | Validation bpb: {bpb:.6}"));
+            loop_state.min_val_bpb = loop_state.min_val_bpb.min(bpb);
+            val_bpb = Some(bpb);
+            if !evals.iter().any(|&(s, _)| s == step) {
+                evals.push((step, bpb));
+            }
+        }
+        if args.sample_every > 0
+            && (last_step || (step > 0 && step as i64 % args.sample_every == 0))
+        {
+            for prompt in SAMPLE_PROMPTS {
+                let ids = greedy_sample(&run.model, &tokenizer, prompt, 16)?;
+                print0(tokenizer.decode(&ids)?);
+            }
+        }
+        meta = Meta {
+            step,
+            val_bpb,
+            model_config: run.model.config.clone(),
+            user_config: serde_json::to_value(args).map_err(|e| e.to_string())?,
+            device_batch_size: args.device_batch_size,
+            max_seq_len: args.max_seq_len,
+            total_batch_size: plan.total_batch_size,
+            dataloader_state_dict: run.next.2,
+            loop_state: loop_state.clone(),
+            batches_drawn: run.batches_drawn,
+            corpus_sha256: corpus_sha256.clone(),
+            losses: losses.clone(),
+            evals: evals.clone(),
+        };
+        let periodic = step > 0
+            && step as i64 != args.resume_from_step
+            && args.save_every > 0
+            && step as i64 % args.save_every == 0;
+        if last_step || periodic {
+            checkpoint::save(&dir, &meta, &run.model, &run.optimizer)?;
+        }
+        if last_step {
+            break;
+        }
+
+        let t0 = Instant::now();
+        let lrm = run.schedule.lr_multiplier(step);
+        let step_losses = run.train_step()?;
+        let dt = t0.elapsed().as_secs_f64();
+        let train_loss = *step_losses.last().expect("one forward pass or more");
+        losses.extend(step_losses.iter().map(|&l| (step, l)));
+        loop_state.smooth_train_loss = 0.9 * loop_state.smooth_train_loss + 0.1 * train_loss as f64;
+        let debiased = loop_state.smooth_train_loss / (1.0 - 0.9f64.powi(step as i32 + 1));
+        if step > 10 {
+            loop_state.total_training_time += dt;
+        }
+        let eta = if step > 10 {
+            let per_step = loop_state.total_training_time / (step - 10) as f64;
+            format!(
+                " | eta: {:.1}m",
+                (num_iterations - step) as f64 * per_step / 60.0
+            )
+        } else {
+            String::new()
+        };
+        let state = run.next.2;
+        print0(format!(
+            "step {step:05}/{num_iterations:05} ({:.2}%) | loss: {debiased:.6} | lrm: {lrm:.2} | dt: {:.2}ms | \
+             tok/sec: {} | bf16_mfu: 0.00 | epoch: {} pq: {} rg: {} | total time: {:.2}m{eta}",
+            100.0 * step as f64 / num_iterations as f64,
+            dt * 1000.0,
+            commas((plan.total_batch_size as f64 / dt) as usize),
+            state.epoch,
+            state.pq_idx,
+            state.rg_idx,
+            loop_state.total_training_time / 60.0
+        ));
+    }
+    print0(format!(
+        "Total training time: {:.2}m",
+        loop_state.total_training_time / 60.0
+    ));
+    if val_bpb.is_some() {
+        print0(format!(
+            "Minimum validation bpb: {:.6}",
+            loop_state.min_val_bpb
+        ));
+    }
+    Ok(Finished { meta, dir })
+}
+// ANCHOR_END: base_train
+
+/// `loss.csv`, the loss plot and `report.json` beside the checkpoints, copied to the runs page:
+/// each step's training loss (nats, its last forward pass) and each evaluation's bits per byte.
+pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), String> {
+    let meta = &finished.meta;
+    let mut rows: Vec<report::LossRow> = Vec::new();
+    for &(step, loss) in &meta.losses {
+        match rows.last_mut() {
+            Some(row) if row.step == step => row.train = loss as f64,
+            _ => rows.push(report::LossRow {
+                step,
+                stage: "base-train".into(),
+                train: loss as f64,
+                val: None,
+                lr: None,
+            }),
+        }
+    }
+    for &(step, bpb) in &meta.evals {
+        match rows.iter_mut().find(|r| r.step == step) {
+            Some(row) => row.val = Some(bpb),
+            None => rows.push(report::LossRow {
+                step,
+                stage: "base-train".into(),
+                train: f64::NAN,
+                val: Some(bpb),
+                lr: None,
+            }),
+        }
+    }
+    rows.retain(|r| r.train.is_finite());
+    let dir = &finished.dir;
+    report::tool_run::write_loss_files(
+        dir,
+        "nanochat base-train: train loss (nats), val bits per byte",
+        &rows,
+    )?;
+    let mut final_losses = std::collections::BTreeMap::new();
+    let mut targets = Vec::new();
+    if let Some(bpb) = meta.val_bpb {
+        final_losses.insert("val_bpb".to_string(), bpb);
+        targets.push(report::Target::info(
+            &format!("val bpb at step {}", meta.step),
+            bpb,
+        ));
+    }
+    if let Some(&(step, bpb)) = meta.evals.first() {
+        targets.push(report::Target::info(
+            &format!("val bpb at step {step}"),
+            bpb,
+        ));
+    }
+    report::tool_run::ToolReport {
+        tool: "nanochat-base".into(),
+        crate_name: "nanochat".into(),
+        seed: 42,
+        config: meta.user_config.clone(),
+        stage: "base-train".into(),
+        steps: meta.step,
+        ms_per_step: None,
+        final_losses,
+        source: "karpathy/nanochat@92d63d4 scripts/base_train.py".into(),
+        targets,
+    }
+    .write(dir, wall_seconds, true)?;
+    let runs = report::tool_run::runs_folder(&data::workspace_root());
+    report::tool_run::mirror_to_runs_page(
+        runs,
+        "nanochat-base",
+        dir,
+        &["report.json", "loss.csv", "loss.png", "loss.svg"],
+    );
+    Ok(())
+}
