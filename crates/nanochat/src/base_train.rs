@@ -156,10 +156,10 @@ pub struct BaseTrainArgs {
     /// The checkpoint folder's name under base_checkpoints (default d<depth>).
     #[arg(long = "model-tag", alias = "model_tag")]
     pub model_tag: Option<String>,
-    /// The text to train on (not a base_train.py flag): a text file, a JSON-lines file, or a
+    /// The text to train on, as tok-train's --input (not a base_train.py flag): a text file, a JSON-lines file, or a
     /// folder of .txt, .md and .jsonl files; the last file is val (one file: its last tenth).
-    #[arg(long)]
-    pub data: Option<std::path::PathBuf>,
+    #[arg(long, alias = "data")]
+    pub input: Option<std::path::PathBuf>,
 }
 
 /// What base_train.py works out before its loop.

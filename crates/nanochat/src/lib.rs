@@ -30,6 +30,7 @@ pub mod gpt;
 pub mod loss_eval;
 pub mod optim;
 pub mod pickle;
+pub mod shards;
 pub mod tokenizer;
 
 pub use tokenizer::{Conversation, Tokenizer, SPECIAL_TOKENS};

@@ -55,7 +55,7 @@ fn d2_flags(data: &Path, extra: &[&str]) -> Vec<String> {
         .iter()
         .map(|a| a.as_str().unwrap().to_string())
         .collect();
-    flags.push(format!("--data={}", data.display()));
+    flags.push(format!("--input={}", data.display()));
     flags.extend(extra.iter().map(|s| s.to_string()));
     flags
 }

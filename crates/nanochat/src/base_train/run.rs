@@ -3,14 +3,15 @@
 //! `--save-every` and at the end, and between them take a step and print its line.
 //!
 //! Two departures, both so that a run is whole on a CPU: the data can be any text
-//! (`--data`), and a resumed run replays its loader to the batch it stopped at (nanochat
+//! (`--input`), and a resumed run replays its loader to the batch it stopped at (nanochat
 //! restarts at the next row group, dropping its buffer), so it continues bit for bit.
 
 use super::{build_model, commas, python_e, validation_bpb, BaseTrain, BaseTrainArgs, Plan};
 use crate::checkpoint::{self, LoopState, Meta};
-use crate::dataloader::InMemory;
+use crate::dataloader::{DocumentSource, InMemory};
 use crate::documents::train_val_split;
 use crate::gpt::{Gpt, GptConfig};
+use crate::shards::ParquetShards;
 use crate::tokenizer::Tokenizer;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -61,49 +62,112 @@ fn check_flags(args: &BaseTrainArgs, print0: &mut dyn FnMut(String)) -> Result<(
     Ok(())
 }
 
-/// The train and val documents: `--data`, or nanochat's shards under the base folder.
-fn corpus(args: &BaseTrainArgs, base: &Path) -> Result<(InMemory, InMemory), String> {
-    match &args.data {
-        Some(path) => train_val_split(path),
-        None => Err(format!(
-            "no --data given: this build reads text files, JSON lines or a folder of them \
-             (nanochat's parquet shards under {} are not read yet)",
-            base.join("base_data_climbmix").display()
-        )),
+/// The text a run trains on: text files read into memory, or nanochat's parquet shards.
+#[derive(Clone)]
+pub enum Corpus {
+    /// `--input`: files of documents, split as [`train_val_split`] splits them.
+    Text(InMemory),
+    /// The base folder's `base_data_climbmix/*.parquet`, read a row group at a time.
+    Shards(ParquetShards),
+}
+
+impl DocumentSource for Corpus {
+    fn num_files(&self) -> usize {
+        match self {
+            Corpus::Text(t) => t.num_files(),
+            Corpus::Shards(s) => s.num_files(),
+        }
+    }
+    fn num_row_groups(&mut self, file: usize) -> Result<usize, String> {
+        match self {
+            Corpus::Text(t) => t.num_row_groups(file),
+            Corpus::Shards(s) => s.num_row_groups(file),
+        }
+    }
+    fn read_row_group(&mut self, file: usize, row_group: usize) -> Result<Vec<String>, String> {
+        match self {
+            Corpus::Text(t) => t.read_row_group(file, row_group),
+            Corpus::Shards(s) => s.read_row_group(file, row_group),
+        }
     }
 }
 
-/// Refuses training documents with fewer tokens (a `<|bos|>` before each) than one row needs.
+/// The train and val documents: `--input`, or nanochat's shards under the base folder.
+fn corpus(args: &BaseTrainArgs, base: &Path) -> Result<(Corpus, Corpus), String> {
+    if let Some(path) = &args.input {
+        let (train, val) = train_val_split(path)?;
+        return Ok((Corpus::Text(train), Corpus::Text(val)));
+    }
+    let dir = base.join("base_data_climbmix");
+    if !dir.is_dir() {
+        return Err(format!(
+            "no --input given and no shards in {}: give --input (a text file, a .jsonl file or a \
+             folder of them), or download nanochat's shards with `nanochat data`",
+            dir.display()
+        ));
+    }
+    let (train, val) = ParquetShards::train_val(&dir)?;
+    Ok((Corpus::Shards(train), Corpus::Shards(val)))
+}
+
+/// Where the corpus came from, for error messages.
+fn corpus_name(args: &BaseTrainArgs, base: &Path) -> String {
+    match &args.input {
+        Some(p) => p.display().to_string(),
+        None => base.join("base_data_climbmix").display().to_string(),
+    }
+}
+
+/// Refuses training documents with fewer tokens (a `<|bos|>` before each) than one row needs;
+/// reads only as far as it takes to find enough.
 fn check_enough_tokens(
-    train: &InMemory,
+    train: &Corpus,
     tokenizer: &Tokenizer,
     args: &BaseTrainArgs,
+    name: &str,
 ) -> Result<(), String> {
     let needed = args.max_seq_len + 1;
+    let mut source = train.clone();
     let mut tokens = 0;
-    for doc in train.0.iter().flatten().flatten() {
-        tokens += 1 + tokenizer.encode(doc).len();
-        if tokens >= needed {
-            return Ok(());
+    for file in 0..source.num_files() {
+        for group in 0..source.num_row_groups(file)? {
+            for doc in source.read_row_group(file, group)? {
+                tokens += 1 + tokenizer.encode(&doc).len();
+                if tokens >= needed {
+                    return Ok(());
+                }
+            }
         }
     }
-    let data = args
-        .data
-        .as_ref()
-        .map_or("the corpus".into(), |p| p.display().to_string());
     Err(format!(
-        "{data}: its training documents hold {tokens} tokens, fewer than one row of {needed} \
+        "{name}: its training documents hold {tokens} tokens, fewer than one row of {needed} \
          (--max-seq-len {} + 1); give more text or a shorter --max-seq-len",
         args.max_seq_len
     ))
 }
 
-/// SHA-256 over the documents, each prefixed with its length.
-fn corpus_digest(docs: &InMemory) -> String {
+/// SHA-256 over the documents (text) or the shards' names and sizes (parquet), each field
+/// prefixed with its length.
+fn corpus_digest(corpus: &Corpus) -> String {
     let mut sha = Sha256::new();
-    for doc in docs.0.iter().flatten().flatten() {
-        sha.update((doc.len() as u64).to_le_bytes());
-        sha.update(doc.as_bytes());
+    let mut field = |bytes: &[u8]| {
+        sha.update((bytes.len() as u64).to_le_bytes());
+        sha.update(bytes);
+    };
+    match corpus {
+        Corpus::Text(docs) => docs
+            .0
+            .iter()
+            .flatten()
+            .flatten()
+            .for_each(|d| field(d.as_bytes())),
+        Corpus::Shards(shards) => {
+            for f in shards.files() {
+                field(f.file_name().map_or(&[][..], |n| n.as_encoded_bytes()));
+                let size = std::fs::metadata(f).map_or(0, |m| m.len());
+                field(&size.to_le_bytes());
+            }
+        }
     }
     sha.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -194,7 +258,7 @@ pub fn base_train(
     let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
     let token_bytes = tokenizer.token_bytes();
     let (train, val) = corpus(args, base)?;
-    check_enough_tokens(&train, &tokenizer, args)?;
+    check_enough_tokens(&train, &tokenizer, args, &corpus_name(args, base))?;
     print0(format!("Vocab size: {}", commas(tokenizer.vocab_size())));
     let model_tag = args.model_tag.clone().unwrap_or(format!("d{}", args.depth));
     let dir = checkpoint::checkpoint_dir(base, &model_tag);
@@ -222,8 +286,9 @@ pub fn base_train(
         }
         if meta.corpus_sha256 != corpus_digest(&train) {
             return Err(format!(
-                "{}: the checkpoint of step {step} was trained on other documents than --data gives",
-                dir.display()
+                "{}: the checkpoint of step {step} was trained on other documents than {}",
+                dir.display(),
+                corpus_name(args, base)
             ));
         }
         model = saved;
