@@ -26,6 +26,7 @@ pub mod base_train;
 pub mod checkpoint;
 pub mod dataloader;
 pub mod documents;
+pub mod download;
 pub mod gpt;
 pub mod loss_eval;
 pub mod optim;

@@ -27,6 +27,24 @@ enum Command {
     TokEval(tok::EvalArgs),
     /// scripts/base_train.py: pretrain the GPT on --data, saving under base_checkpoints/.
     BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
+    /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
+    Data(DataArgs),
+}
+
+/// `python -m nanochat.dataset`'s flags.
+#[derive(clap::Args)]
+struct DataArgs {
+    /// Number of train shards to download (-1: all of them); the val shard always comes too.
+    #[arg(short = 'n', long = "num-files", alias = "num_files", default_value_t = -1, allow_negative_numbers = true)]
+    num_files: i64,
+    /// Number of parallel downloads.
+    #[arg(
+        short = 'w',
+        long = "num-workers",
+        alias = "num_workers",
+        default_value_t = 4
+    )]
+    num_workers: usize,
 }
 
 fn main() -> ExitCode {
@@ -35,6 +53,7 @@ fn main() -> ExitCode {
         Command::TokTrain(args) => tok::train(args),
         Command::TokEval(args) => tok::eval(args),
         Command::BaseTrain(args) => base_train(*args),
+        Command::Data(args) => data(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -56,4 +75,24 @@ fn base_train(args: nanochat::base_train::BaseTrainArgs) -> Result<(), String> {
         finished.dir.display()
     );
     Ok(())
+}
+
+fn data(args: DataArgs) -> Result<(), String> {
+    use nanochat::download::{shards_to_download, Downloader};
+    let dir = nanochat::base_dir().join("base_data_climbmix");
+    let ids = shards_to_download(args.num_files);
+    println!(
+        "Downloading {} shards using {} workers...",
+        ids.len(),
+        args.num_workers
+    );
+    println!("Target directory: {}", dir.display());
+    println!();
+    let downloader = Downloader {
+        workers: args.num_workers,
+        ..Downloader::default()
+    };
+    downloader
+        .download(&ids, &dir, &|line| println!("{line}"))
+        .map(|_| ())
 }

@@ -1,0 +1,291 @@
+//! `nanochat data`'s downloads against a server on 127.0.0.1 that each test starts: it answers
+//! a fixed number of requests (range requests included), then stops, or gives up after 20 s.
+//! The files served are the parquet fixtures of `tests/fixtures/shards` (made by pyarrow).
+
+use nanochat::download::{shards_to_download, Downloader, MAX_SHARD};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+fn shard(i: usize) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/shards/shard_{i:05}.parquet"));
+    std::fs::read(path).unwrap()
+}
+
+/// How the server answers a request for a file: whole (honouring a range), or cut short after
+/// `n` bytes while announcing the whole length.
+#[derive(Clone, Copy)]
+enum Answer {
+    Whole,
+    CutAfter(usize),
+}
+
+struct Server {
+    base: String,
+    /// Every request's path and Range header.
+    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    handle: JoinHandle<()>,
+}
+
+/// Serves `files` (path, bytes); the i-th request gets `answers[i]` (then `Whole`).
+fn serve(files: Vec<(String, Vec<u8>)>, requests: usize, answers: Vec<Answer>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let handle = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut served = 0;
+        while served < requests && Instant::now() < deadline {
+            let mut stream = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+            };
+            stream.set_nonblocking(false).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let range = head
+                .lines()
+                .find(|l| l.to_ascii_lowercase().starts_with("range:"))
+                .map(|l| l[6..].trim().to_string());
+            log.lock().unwrap().push((path.clone(), range.clone()));
+            let answer = answers.get(served).copied().unwrap_or(Answer::Whole);
+            served += 1;
+            let Some((_, body)) = files.iter().find(|(p, _)| *p == path) else {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            };
+            let from = range
+                .as_deref()
+                .and_then(|r| r.strip_prefix("bytes="))
+                .and_then(|r| r.trim_end_matches('-').parse::<usize>().ok());
+            let (status, part, extra) = match from {
+                Some(from) => (
+                    "206 Partial Content",
+                    &body[from..],
+                    format!(
+                        "Content-Range: bytes {from}-{}/{}\r\n",
+                        body.len() - 1,
+                        body.len()
+                    ),
+                ),
+                None => ("200 OK", &body[..], String::new()),
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+                part.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let sent = match answer {
+                Answer::Whole => part,
+                Answer::CutAfter(n) => &part[..n.min(part.len())],
+            };
+            let _ = stream.write_all(sent);
+        }
+    });
+    Server { base, seen, handle }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nanochat-download-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn downloader(base: &str, attempts: u32) -> Downloader {
+    Downloader {
+        base_url: base.to_string(),
+        workers: 2,
+        max_attempts: attempts,
+        backoff: Duration::from_millis(10),
+    }
+}
+
+fn lines() -> (Arc<Mutex<Vec<String>>>, impl Fn(String) + Sync) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    (lines, move |l: String| sink.lock().unwrap().push(l))
+}
+
+#[test]
+fn the_first_n_shards_and_val_arrive_whole_and_are_kept() {
+    assert_eq!(shards_to_download(2), vec![0, 1, MAX_SHARD]);
+    assert_eq!(shards_to_download(-1).len(), MAX_SHARD + 1);
+    let files = vec![
+        ("/shard_00000.parquet".to_string(), shard(0)),
+        ("/shard_06542.parquet".to_string(), shard(2)),
+    ];
+    let server = serve(files.clone(), 2, vec![]);
+    let dir = temp_dir("whole");
+    let (said, say) = lines();
+    let done = downloader(&server.base, 1)
+        .download(&shards_to_download(1), &dir, &say)
+        .unwrap();
+    assert_eq!(done, 2);
+    server.handle.join().unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
+        shard(0)
+    );
+    assert_eq!(
+        std::fs::read(dir.join("shard_06542.parquet")).unwrap(),
+        shard(2)
+    );
+    assert!(!dir.join("shard_00000.parquet.tmp").exists());
+    // A second run finds both whole and asks for nothing.
+    downloader("http://127.0.0.1:9", 1)
+        .download(&shards_to_download(1), &dir, &say)
+        .unwrap();
+    let said = said.lock().unwrap();
+    assert_eq!(
+        said.iter().filter(|l| l.starts_with("Skipping")).count(),
+        2,
+        "{said:#?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_partial_download_resumes_where_it_stopped() {
+    let dir = temp_dir("resume");
+    std::fs::write(dir.join("shard_00000.parquet.tmp"), &shard(0)[..1000]).unwrap();
+    let server = serve(
+        vec![("/shard_00000.parquet".to_string(), shard(0))],
+        1,
+        vec![],
+    );
+    let (_, say) = lines();
+    downloader(&server.base, 1)
+        .download_one(0, &dir, &say)
+        .unwrap();
+    server.handle.join().unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
+        shard(0)
+    );
+    assert_eq!(
+        server.seen.lock().unwrap()[0].1.as_deref(),
+        Some("bytes=1000-")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_download_cut_short_is_tried_again_from_where_it_was_cut() {
+    let dir = temp_dir("cut");
+    let server = serve(
+        vec![("/shard_00000.parquet".to_string(), shard(0))],
+        2,
+        vec![Answer::CutAfter(5000)],
+    );
+    let (said, say) = lines();
+    downloader(&server.base, 2)
+        .download_one(0, &dir, &say)
+        .unwrap();
+    server.handle.join().unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
+        shard(0)
+    );
+    let said = said.lock().unwrap();
+    assert!(
+        said.iter()
+            .any(|l| l.starts_with("Attempt 1/2 failed for shard_00000.parquet")),
+        "{said:#?}"
+    );
+    assert_eq!(
+        server.seen.lock().unwrap()[1].1.as_deref(),
+        Some("bytes=5000-")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_that_is_not_parquet_is_refused_and_not_kept() {
+    let dir = temp_dir("foreign");
+    let server = serve(
+        vec![(
+            "/shard_00000.parquet".to_string(),
+            b"<html>rate limited</html>".to_vec(),
+        )],
+        2,
+        vec![],
+    );
+    let (said, say) = lines();
+    let e = downloader(&server.base, 2)
+        .download(&[0], &dir, &say)
+        .unwrap_err();
+    server.handle.join().unwrap();
+    assert!(
+        e.contains("shard_00000.parquet") && e.contains("after 2 attempts"),
+        "{e}"
+    );
+    let said = said.lock().unwrap();
+    assert!(
+        said.iter().any(|l| l.contains("not a whole parquet file")),
+        "{said:#?}"
+    );
+    assert!(
+        !dir.join("shard_00000.parquet").exists() && !dir.join("shard_00000.parquet.tmp").exists()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_damaged_shard_in_place_is_downloaded_again() {
+    let dir = temp_dir("damaged");
+    std::fs::write(dir.join("shard_00000.parquet"), &shard(0)[..3000]).unwrap();
+    let server = serve(
+        vec![("/shard_00000.parquet".to_string(), shard(0))],
+        1,
+        vec![],
+    );
+    let (said, say) = lines();
+    downloader(&server.base, 1)
+        .download_one(0, &dir, &say)
+        .unwrap();
+    server.handle.join().unwrap();
+    assert_eq!(
+        std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
+        shard(0)
+    );
+    assert!(said
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.ends_with("downloading it again")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_missing_file_is_an_error_naming_it() {
+    let dir = temp_dir("missing");
+    let server = serve(vec![], 1, vec![]);
+    let (said, say) = lines();
+    let e = downloader(&server.base, 1)
+        .download(&[7], &dir, &say)
+        .unwrap_err();
+    server.handle.join().unwrap();
+    assert!(e.contains("shard_00007.parquet"), "{e}");
+    assert!(said.lock().unwrap().iter().any(|l| l.contains("HTTP 404")));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
