@@ -24,10 +24,13 @@ enum Answer {
     CutAfter(usize),
 }
 
+/// A request's path and Range header.
+type Request = (String, Option<String>);
+
 struct Server {
     base: String,
     /// Every request's path and Range header.
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Arc<Mutex<Vec<Request>>>,
     handle: JoinHandle<()>,
 }
 
