@@ -10,7 +10,10 @@
 //!   ([`gpt`]), `MuonAdamW` ([`optim`]), the best-fit loader ([`dataloader`]), bits per byte
 //!   ([`loss_eval`]), the schedules and the training step ([`base_train`]); the loop with its
 //!   printed lines, checkpoints ([`checkpoint`]) that resume bit for bit, and the run's
-//!   `loss.csv` and `report.json` ([`base_train::run`]).
+//!   `loss.csv` and `report.json` ([`base_train::run`]), on text files or nanochat's parquet
+//!   shards ([`shards`], downloaded by `data`: [`download`]).
+//! - `base-eval` (`scripts/base_eval.py`): samples and bits per byte of a checkpoint
+//!   ([`base_eval`]); not yet the CORE metric.
 //!
 //! Targets (`crates/nanochat/tests`, fixtures made by nanochat's own code): on tiny Shakespeare
 //! and on a text beyond ASCII, at vocabularies of 512 and 4,096, the merge ranks equal to
@@ -22,6 +25,7 @@
 //! within 1e-4, and 50 steps of losses within 1e-4 (at depth 4, while nanochat on 1 and on 2
 //! threads agree with each other; see `tests/base_train.rs`).
 
+pub mod base_eval;
 pub mod base_train;
 pub mod checkpoint;
 pub mod dataloader;

@@ -27,6 +27,8 @@ enum Command {
     TokEval(tok::EvalArgs),
     /// scripts/base_train.py: pretrain the GPT on --data, saving under base_checkpoints/.
     BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
+    /// scripts/base_eval.py: a base checkpoint's samples and bits per byte (no CORE yet).
+    BaseEval(nanochat::base_eval::BaseEvalArgs),
     /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
     Data(DataArgs),
 }
@@ -54,6 +56,11 @@ fn main() -> ExitCode {
         Command::TokEval(args) => tok::eval(args),
         Command::BaseTrain(args) => base_train(*args),
         Command::Data(args) => data(args),
+        Command::BaseEval(args) => {
+            nanochat::base_eval::base_eval(&args, &nanochat::base_dir(), &mut |line| {
+                println!("{line}")
+            })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

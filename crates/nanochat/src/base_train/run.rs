@@ -93,8 +93,8 @@ impl DocumentSource for Corpus {
 }
 
 /// The train and val documents: `--input`, or nanochat's shards under the base folder.
-fn corpus(args: &BaseTrainArgs, base: &Path) -> Result<(Corpus, Corpus), String> {
-    if let Some(path) = &args.input {
+pub fn corpus(input: Option<&Path>, base: &Path) -> Result<(Corpus, Corpus), String> {
+    if let Some(path) = input {
         let (train, val) = train_val_split(path)?;
         return Ok((Corpus::Text(train), Corpus::Text(val)));
     }
@@ -257,7 +257,7 @@ pub fn base_train(
     check_flags(args, print0)?;
     let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
     let token_bytes = tokenizer.token_bytes();
-    let (train, val) = corpus(args, base)?;
+    let (train, val) = corpus(args.input.as_deref(), base)?;
     check_enough_tokens(&train, &tokenizer, args, &corpus_name(args, base))?;
     print0(format!("Vocab size: {}", commas(tokenizer.vocab_size())));
     let model_tag = args.model_tag.clone().unwrap_or(format!("d{}", args.depth));

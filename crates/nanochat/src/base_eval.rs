@@ -1,0 +1,157 @@
+//! nanochat's `scripts/base_eval.py`: a base checkpoint's greedy samples of base_train's
+//! prompts, and its bits per byte on the train and val splits.
+//!
+//! Not yet here: the CORE metric (it needs nanochat's eval bundle, not read yet; `--eval core`
+//! says so), and the unconditioned samples at temperature 1, which need nanochat's engine.
+
+use crate::base_train::run::{corpus, greedy_sample, SAMPLE_PROMPTS};
+use crate::checkpoint::{checkpoint_dir, last_step, load_model};
+use crate::dataloader::BestFitLoader;
+use crate::loss_eval::evaluate_bpb;
+use crate::tokenizer::Tokenizer;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// base_eval.py's flags, with its defaults but `--eval`'s.
+#[derive(Args, Clone, Debug)]
+#[command(args_override_self = true)]
+pub struct BaseEvalArgs {
+    /// Comma-separated evaluations: bpb, sample (nanochat's default also has core, which needs
+    /// its eval bundle and is not in this build yet).
+    #[arg(long, default_value = "bpb,sample")]
+    pub eval: String,
+    /// The checkpoint folder under base_checkpoints (default: the deepest dN there).
+    #[arg(long = "model-tag", alias = "model_tag")]
+    pub model_tag: Option<String>,
+    /// The step to load (default: the last).
+    #[arg(long)]
+    pub step: Option<usize>,
+    /// Rows per forward pass for bpb.
+    #[arg(
+        long = "device-batch-size",
+        alias = "device_batch_size",
+        default_value_t = 32
+    )]
+    pub device_batch_size: usize,
+    /// Tokens evaluated per split for bpb.
+    #[arg(long = "split-tokens", alias = "split_tokens", default_value_t = 40 * 524288)]
+    pub split_tokens: usize,
+    /// cuda|cpu|mps; this build evaluates on the CPU.
+    #[arg(long = "device-type", alias = "device_type", default_value = "")]
+    pub device_type: String,
+    /// The text the splits come from, as base-train's --input (default: the parquet shards).
+    #[arg(long, alias = "data")]
+    pub input: Option<PathBuf>,
+}
+
+/// `find_largest_model`: the `dN` folder with the largest N, else the only folder.
+fn default_model_tag(checkpoints: &Path) -> Result<String, String> {
+    let entries =
+        std::fs::read_dir(checkpoints).map_err(|e| format!("{}: {e}", checkpoints.display()))?;
+    let tags: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let deepest = tags
+        .iter()
+        .filter_map(|t| Some((t.strip_prefix('d')?.parse::<usize>().ok()?, t)))
+        .max();
+    match (deepest, tags.as_slice()) {
+        (Some((_, tag)), _) => Ok(tag.clone()),
+        (None, [only]) => Ok(only.clone()),
+        _ => Err(format!(
+            "{}: no dN folder and not exactly one checkpoint folder; give --model-tag",
+            checkpoints.display()
+        )),
+    }
+}
+
+/// Runs base_eval.py's `bpb` and `sample` on a base checkpoint under `base`.
+pub fn base_eval(
+    args: &BaseEvalArgs,
+    base: &Path,
+    print0: &mut dyn FnMut(String),
+) -> Result<(), String> {
+    if !matches!(args.device_type.as_str(), "" | "cpu") {
+        return Err(format!(
+            "--device-type {}: this build evaluates on the CPU only",
+            args.device_type
+        ));
+    }
+    let modes: Vec<&str> = args.eval.split(',').map(str::trim).collect();
+    if let Some(bad) = modes
+        .iter()
+        .find(|m| !matches!(**m, "bpb" | "sample" | "core"))
+    {
+        return Err(format!(
+            "--eval: invalid mode {bad:?}; valid: bpb, sample (core is not in this build yet)"
+        ));
+    }
+    if modes.contains(&"core") {
+        return Err("--eval core: the CORE metric needs nanochat's eval bundle, which this build does not read yet; \
+                    use --eval bpb,sample"
+            .into());
+    }
+    let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
+    let checkpoints = base.join("base_checkpoints");
+    let tag = match &args.model_tag {
+        Some(t) => t.clone(),
+        None => default_model_tag(&checkpoints)?,
+    };
+    let dir = checkpoint_dir(base, &tag);
+    let step = match args.step {
+        Some(s) => s,
+        None => last_step(&dir)?,
+    };
+    let (model, meta) = load_model(&dir, step)?;
+    if model.config.vocab_size != tokenizer.vocab_size() {
+        return Err(format!(
+            "{}: the model's vocabulary has {} tokens, the tokenizer in {} has {}",
+            dir.display(),
+            model.config.vocab_size,
+            base.join("tokenizer").display(),
+            tokenizer.vocab_size()
+        ));
+    }
+    let mut sorted = modes.clone();
+    sorted.sort();
+    sorted.dedup();
+    print0(format!("Evaluating model: base_model (step {})", meta.step));
+    print0(format!("Eval modes: {}", sorted.join(", ")));
+    let rule = "=".repeat(80);
+    if modes.contains(&"sample") {
+        print0(format!("\n{rule}\nModel Samples\n{rule}"));
+        print0("\nConditioned samples:".into());
+        for prompt in SAMPLE_PROMPTS {
+            let ids = greedy_sample(&model, &tokenizer, prompt, 16)?;
+            print0("-".repeat(80));
+            print0(tokenizer.decode(&ids)?);
+        }
+    }
+    if modes.contains(&"bpb") {
+        print0(format!("\n{rule}\nBPB Evaluation\n{rule}"));
+        let t = model.config.sequence_len;
+        let tokens_per_step = args.device_batch_size * t;
+        if tokens_per_step == 0 {
+            return Err("--device-batch-size must be at least 1".into());
+        }
+        let mut split_tokens = args.split_tokens;
+        if !split_tokens.is_multiple_of(tokens_per_step) {
+            split_tokens = split_tokens / tokens_per_step * tokens_per_step;
+            print0(format!(
+                "Adjusted split_tokens to {split_tokens} (must be divisible by {tokens_per_step})"
+            ));
+        }
+        let steps = split_tokens / tokens_per_step;
+        let (train, val) = corpus(args.input.as_deref(), base)?;
+        let token_bytes = tokenizer.token_bytes();
+        for (name, source) in [("train", train), ("val", val)] {
+            let mut loader =
+                BestFitLoader::new(&tokenizer, source, args.device_batch_size, t, None);
+            let bpb = evaluate_bpb(&model, &mut loader, steps, &token_bytes)?;
+            print0(format!("{name} bpb: {bpb:.6}"));
+        }
+    }
+    Ok(())
+}
