@@ -13,7 +13,8 @@
 //! makemore's rows time makemore.py's own step; its script imports makemore.py
 //! from `$MAKEMORE_PY` (karpathy/makemore, not copied here), and without it
 //! prints no row. makemore.py has no LSTM: that row times the fixture
-//! driver's RNN loop with `nn.LSTMCell`.
+//! driver's RNN loop with `nn.LSTMCell`. nanochat's row likewise imports nanochat (at
+//! 92d63d4) from `$NANOCHAT`.
 //!
 //! Timings on a shared machine wander (PyTorch's by up to 2.7× between runs),
 //! so `--rounds N` runs every group N times, ours and PyTorch's alternating,
@@ -39,7 +40,7 @@ pub struct Args {
     krate: Option<String>,
     /// Only the table's groups whose name contains one of these words
     /// (comma-separated: matmul, gpt-cpu, gpt-full, gpt2-train, gpt2-inference, bigram, wavenet,
-    /// char-rnn, makemore, or one type: makemore-transformer).
+    /// char-rnn, nanochat, makemore, or one type: makemore-transformer).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Run every group this many times, ours and PyTorch's alternating; the
@@ -140,6 +141,15 @@ const GROUPS: &[Group] = &[
         bench: "iteration",
         bench_args: &[],
         script: "iteration_torch.py",
+        script_args: &[],
+        threads: &[1, 0],
+    },
+    Group {
+        name: "nanochat",
+        krate: "nanochat",
+        bench: "step",
+        bench_args: &[],
+        script: "step_torch.py",
         script_args: &[],
         threads: &[1, 0],
     },
@@ -309,6 +319,12 @@ const ROWS: &[Row] = &[
         name: "makemore-lstm",
         workload: "makemore --type lstm step",
         goal: Some(0.5),
+        memory_goal: None,
+    },
+    Row {
+        name: "nanochat-d4-step",
+        workload: "nanochat base_train step (depth 4, B8 T256, Muon)",
+        goal: Some(0.6),
         memory_goal: None,
     },
     Row {

@@ -51,6 +51,8 @@ struct DataArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A step frees and allocates the same large tensors; kept, their pages are not zeroed anew.
+    gpt::keep_freed_memory();
     let result = match cli.command {
         Command::TokTrain(args) => tok::train(args),
         Command::TokEval(args) => tok::eval(args),
