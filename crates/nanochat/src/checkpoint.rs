@@ -24,12 +24,18 @@ pub const OPTIM_FORMAT: &str = "zero-to-hero/nanochat-optim/1";
 /// `loop_state`: the loop's variables other than the step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopState {
-    /// The lowest validation bpb so far.
+    /// The lowest validation bpb so far (infinite before the first evaluation, which JSON
+    /// writes as null).
+    #[serde(deserialize_with = "null_as_infinity")]
     pub min_val_bpb: f64,
     /// The EMA of the training loss (β = 0.9), before debiasing.
     pub smooth_train_loss: f64,
     /// Seconds of training after the first 10 steps.
     pub total_training_time: f64,
+}
+
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Option::<f64>::deserialize(d).map(|v| v.unwrap_or(f64::INFINITY))
 }
 
 /// `meta_<step>.json`.

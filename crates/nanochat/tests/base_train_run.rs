@@ -273,6 +273,21 @@ fn bad_input_is_refused_naming_what_is_wrong() {
     );
     assert!(e.contains("GiB"), "{e}");
 
+    // A run that never evaluated (its lowest bpb still infinite) resumes.
+    let no_eval = [
+        "--num-iterations=2",
+        "--eval-every=-1",
+        "--model-tag=no_eval",
+    ];
+    run(&base, &d2_flags(&shakespeare(), &no_eval)).unwrap();
+    let resumed = [
+        "--num-iterations=3",
+        "--eval-every=-1",
+        "--model-tag=no_eval",
+        "--resume-from-step=2",
+    ];
+    run(&base, &d2_flags(&shakespeare(), &resumed)).unwrap();
+
     // A checkpoint damaged after it was written, and one from another model.
     run(
         &base,
