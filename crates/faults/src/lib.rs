@@ -43,10 +43,12 @@ use std::path::Path;
 
 /// Runs every loader's cases in folders under `scratch` (removed after).
 pub fn run_corpus(data: Option<&Path>, scratch: &Path) -> Result<Vec<Tally>, String> {
+    // Building the valid files must not panic; say so loudly if it does.
+    let loaders = loaders::all(data);
     // A loader that panics is a finding, not a crash: keep the noise out of the table.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let result = loaders::all(data).and_then(|loaders| {
+    let result = loaders.and_then(|loaders| {
         loaders
             .iter()
             .map(|loader| corpus::run(loader, scratch))
