@@ -1,5 +1,5 @@
 //! makemore.py's models, one type per class and in its order: the
-//! Transformer (`NewGELU`, `CausalSelfAttention`, `Block`), the bag of words
+//! Transformer (lecture 9's GPT-2, untied), the bag of words
 //! (`CausalBoW`, `BoWBlock`, `BoW`), the recurrent nets (`RNNCell`,
 //! `GRUCell`, and the `LSTMCell` makemore.py left out), the `MLP` and the
 //! `Bigram`.
@@ -13,11 +13,11 @@
 //! Which lecture built which class: the bigram is lecture 2's, the MLP lecture
 //! 3's (Bengio et al. 2003), the RNN and GRU cells the recurrent nets lecture 6
 //! points to, the bag of words the averaging trick of lecture 7, and the
-//! Transformer is lecture 7's, with GPT-2's GELU and biases.
+//! Transformer is lecture 9's GPT-2 (lecture 7's, with GPT-2's GELU and biases).
 
 use autograd::{ForwardPass, Init, ParamId, Params, Var};
-use gpt::model::{CausalSelfAttention, LayerNorm};
 use gpt::nn::{future_mask, Embedding, Linear};
+use gpt2::model::{Gpt, GptConfig, InitScheme};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use tensor::Tensor;
@@ -108,134 +108,29 @@ pub struct ModelConfig {
 // ---------------------------------------------------------------------------
 // Transformer Language Model (*exactly* as used in GPT-2)
 
-// ANCHOR: new_gelu
-/// `NewGELU`: GPT-2's tanh approximation of GELU, op by op as makemore.py
-/// writes it: `0.5 * x * (1.0 + tanh(√(2/π) * (x + 0.044715 * x³)))`.
-pub fn new_gelu(x: Var<'_>) -> Var<'_> {
-    let sqrt_2_over_pi = (2.0f64 / std::f64::consts::PI).sqrt() as f32;
-    let inner = (x + x.powf(3.0).mul_scalar(0.044715)).mul_scalar(sqrt_2_over_pi);
-    x.mul_scalar(0.5) * inner.tanh().add_scalar(1.0)
-}
-// ANCHOR_END: new_gelu
+/// makemore.py's `Transformer`, `Block`, `CausalSelfAttention` and `NewGELU`
+/// are GPT-2's model with PyTorch's default init and an untied head: lecture
+/// 9's [`gpt2::model::Gpt`] as build-nanogpt had it before "weight tie the
+/// embedding and unembedding matrix" ([`InitScheme::PyTorchDefaultUntied`]).
+/// The same modules in the same order draw the same numbers and carry the
+/// same `state_dict` names (`transformer.h.0.mlp.c_fc.weight`, …).
+pub type Transformer = Gpt;
 
-/// `CausalSelfAttention`, with makemore.py's biases and PyTorch's default
-/// init: lecture 7's nanoGPT attention (`gpt::model::CausalSelfAttention`,
-/// whose forward is makemore.py's line for line) with no dropout and the
-/// attention written out, not fused.
-pub fn causal_self_attention(
-    init: &mut Init,
-    name: &str,
-    config: &ModelConfig,
-) -> CausalSelfAttention {
-    let c = config.n_embd;
-    CausalSelfAttention {
-        c_attn: Linear::new(init, &format!("{name}.c_attn"), c, 3 * c, true),
-        c_proj: Linear::new(init, &format!("{name}.c_proj"), c, c, true),
+/// `Transformer(config)`: GPT-2's modules in `__init__`'s order, PyTorch's
+/// default init, the attention written out as makemore.py writes it (not the
+/// fused op). GELU is GPT-2's tanh form, one op here where makemore.py's
+/// `NewGELU` spells it out (`0.5 * x * (1.0 + tanh(√(2/π) * (x + 0.044715 * x³)))`).
+pub fn transformer(init: &mut Init, config: &ModelConfig) -> Transformer {
+    let shape = GptConfig {
+        block_size: config.block_size,
+        vocab_size: config.vocab_size,
+        n_layer: config.n_layer,
         n_head: config.n_head,
-        dropout: 0.0,
-        flash: false,
-    }
-}
-
-/// An unassuming Transformer block.
-#[derive(Clone, Debug)]
-pub struct Block {
-    /// Before attention.
-    pub ln_1: LayerNorm,
-    /// Self-attention.
-    pub attn: CausalSelfAttention,
-    /// Before the MLP.
-    pub ln_2: LayerNorm,
-    /// `mlp.c_fc`: `nn.Linear(C, 4C)`.
-    pub c_fc: Linear,
-    /// `mlp.c_proj`: `nn.Linear(4C, C)`.
-    pub c_proj: Linear,
-}
-
-impl Block {
-    /// Builds `ln_1`, `attn`, `ln_2`, then the MLP, as `Block.__init__` does.
-    pub fn new(init: &mut Init, name: &str, config: &ModelConfig) -> Block {
-        let c = config.n_embd;
-        Block {
-            ln_1: LayerNorm::new(init, &format!("{name}.ln_1"), c, true),
-            attn: causal_self_attention(init, &format!("{name}.attn"), config),
-            ln_2: LayerNorm::new(init, &format!("{name}.ln_2"), c, true),
-            c_fc: Linear::new(init, &format!("{name}.mlp.c_fc"), c, 4 * c, true),
-            c_proj: Linear::new(init, &format!("{name}.mlp.c_proj"), 4 * c, c, true),
-        }
-    }
-
-    // ANCHOR: block
-    /// `(B, T, C) -> (B, T, C)`.
-    pub fn forward<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
-        let x = x + self.attn.forward(pass, self.ln_1.forward(pass, x)); // (B, T, C)
-        let mlpf = |x| {
-            self.c_proj
-                .forward(pass, new_gelu(self.c_fc.forward(pass, x)))
-        };
-        x + mlpf(self.ln_2.forward(pass, x)) // (B, T, C)
-    }
-    // ANCHOR_END: block
-}
-
-/// Transformer Language Model, exactly as seen in GPT-2.
-#[derive(Clone, Debug)]
-pub struct Transformer {
-    /// `transformer.wte`: `(vocab_size, C)`.
-    pub wte: Embedding,
-    /// `transformer.wpe`: `(block_size, C)`.
-    pub wpe: Embedding,
-    /// `transformer.h`.
-    pub h: Vec<Block>,
-    /// `transformer.ln_f`.
-    pub ln_f: LayerNorm,
-    /// `lm_head`, without a bias.
-    pub lm_head: Linear,
-    /// The longest context.
-    pub block_size: usize,
-}
-
-impl Transformer {
-    /// Builds `wte`, `wpe`, the blocks, `ln_f`, then `lm_head`.
-    pub fn new(init: &mut Init, config: &ModelConfig) -> Transformer {
-        let c = config.n_embd;
-        Transformer {
-            wte: Embedding::new(init, "transformer.wte", config.vocab_size, c),
-            wpe: Embedding::new(init, "transformer.wpe", config.block_size, c),
-            h: (0..config.n_layer)
-                .map(|i| Block::new(init, &format!("transformer.h.{i}"), config))
-                .collect(),
-            ln_f: LayerNorm::new(init, "transformer.ln_f", c, true),
-            lm_head: Linear::new(init, "lm_head", c, config.vocab_size, false),
-            block_size: config.block_size,
-        }
-    }
-
-    // ANCHOR: transformer_forward
-    /// Tokens `(B, T)` to logits `(B, T, vocab_size)`.
-    pub fn forward<'g>(
-        &self,
-        pass: &ForwardPass<'g, '_>,
-        idx: &[usize],
-        b: usize,
-        t: usize,
-    ) -> Var<'g> {
-        assert!(
-            t <= self.block_size,
-            "Cannot forward sequence of length {t}, block size is only {}",
-            self.block_size
-        );
-        let pos: Vec<usize> = (0..t).collect(); // (T,)
-        let tok_emb = self.wte.forward(pass, idx, &[b, t]); // (B, T, C)
-        let pos_emb = self.wpe.forward(pass, &pos, &[1, t]); // (1, T, C)
-        let mut x = tok_emb + pos_emb; // (B, T, C)
-        for block in &self.h {
-            x = pass.scope(|| block.forward(pass, x)); // (B, T, C)
-        }
-        let x = self.ln_f.forward(pass, x); // (B, T, C)
-        self.lm_head.forward(pass, x) // (B, T, vocab_size)
-    }
-    // ANCHOR_END: transformer_forward
+        n_embd: config.n_embd,
+    };
+    let mut model = Gpt::new(init, shape, InitScheme::PyTorchDefaultUntied);
+    model.set_flash(false);
+    model
 }
 
 // ---------------------------------------------------------------------------
@@ -666,7 +561,7 @@ impl Model {
     /// Builds the model of `kind`, drawing from `init` in PyTorch's order.
     pub fn new(kind: ModelType, config: &ModelConfig, init: &mut Init) -> Model {
         match kind {
-            ModelType::Transformer => Model::Transformer(Transformer::new(init, config)),
+            ModelType::Transformer => Model::Transformer(transformer(init, config)),
             ModelType::Bigram => Model::Bigram(Bigram::new(init, config)),
             ModelType::Mlp => Model::Mlp(Mlp::new(init, config)),
             ModelType::Rnn | ModelType::Gru | ModelType::Lstm => {
