@@ -19,8 +19,8 @@
 //! ([`gpt::checkpoint::SHA256_KEY`]), checked before anything is built.
 
 use crate::ddp::{check_in_sync, Collective, SingleProcess};
-use crate::recipe::{train_loader, RecipeConfig, Split, Trainer};
 use crate::shards::LoaderState;
+use crate::trainer::{train_loader, RecipeConfig, Split, Trainer};
 use gpt::checkpoint::to_json;
 use std::collections::HashMap;
 use std::path::Path;

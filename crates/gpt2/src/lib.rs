@@ -18,7 +18,7 @@
 //! - the training stages (7822fce, 631f7d6, 9ac321e, 01be6b3): the step-0
 //!   loss within 1e-5 and the first five steps within 1e-4 of PyTorch's run
 //!   of the same code ([`train`]);
-//! - the `cpu` recipe ([`recipe`], `cargo xtask lecture 9`): build-nanogpt's
+//! - the `cpu` recipe ([`recipe`], its pieces in [`trainer`], `cargo xtask lecture 9`): build-nanogpt's
 //!   whole loop on a 7,240,448-parameter GPT-2, its val loss on tiny
 //!   Shakespeare within 0.02 of PyTorch's run of it (5.6154) and below a
 //!   counted token bigram's (5.8588); a resumed run bit for bit the
@@ -51,6 +51,7 @@ pub mod recipe;
 pub mod sample;
 pub mod shards;
 pub mod train;
+pub mod trainer;
 
 pub use model::{Block, Gpt, GptConfig, InitScheme, Mlp};
 
