@@ -3,7 +3,8 @@
 //! llm.c's model and tokenizer files, token shards, the tokenizer files of
 //! lecture 8, the run reports, makemore's files, nanoGPT's prepared
 //! folder (`meta.pkl`, headerless `.bin`), `gpt train`'s checkpoint,
-//! `char-rnn train`'s, and nanochat's (model and optimizer), `tokenizer.pkl` and parquet shard. Not here: HellaSwag's `.jsonl` (a free
+//! `char-rnn train`'s, and nanochat's (model and optimizer, `tokenizer.pkl`, a parquet shard:
+//! [`nanochat_files`]). Not here: HellaSwag's `.jsonl` (a free
 //! text format, with its own tests in `gpt2`), Hugging Face's `config.json`
 //! (only ever beside the weights, undamaged) and `cl100k_base.tiktoken`
 //! (the same parser as `r50k_base`).
@@ -11,6 +12,9 @@
 use crate::corpus::{header_edit, safetensors_claiming_more, safetensors_data};
 use crate::corpus::{Loaded, Loader, Protection};
 use std::path::{Path, PathBuf};
+
+mod nanochat_files;
+use nanochat_files::{nanochat_model, nanochat_optimizer, nanochat_shard, nanochat_tokenizer};
 
 fn fixture(path: &str) -> Result<Vec<u8>, String> {
     let full = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
@@ -710,158 +714,5 @@ fn char_rnn_checkpoint() -> Result<Loader, String> {
         companions: vec![],
         protection: Protection::Checksum,
         load: Box::new(|path| Checkpoint::load(path).map(|_| Loaded::Value)),
-    })
-}
-
-/// The base folder of a `nanochat base-train` run of two steps of a depth-1 model on a text
-/// beyond ASCII, with the 4,096-token tokenizer of nanochat's fixtures: its checkpoint is in
-/// `base_checkpoints/d1`.
-fn nanochat_run() -> Result<PathBuf, String> {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        args: nanochat::base_train::BaseTrainArgs,
-    }
-    let base = std::env::temp_dir().join(format!("faults-nanochat-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(base.join("tokenizer"))
-        .map_err(|e| format!("{}: {e}", base.display()))?;
-    let pkl = fixture("nanochat/tests/fixtures/base_train/tokenizer_4096.pkl")?;
-    std::fs::write(base.join("tokenizer/tokenizer.pkl"), pkl).map_err(|e| e.to_string())?;
-    let text = "Über die Brücke, über das Feld 🙂\nΚαλημέρα, мир!\n\n".repeat(40);
-    let input = base.join("input.txt");
-    std::fs::write(&input, text).map_err(|e| e.to_string())?;
-    let args = Cli::try_parse_from([
-        "base_train",
-        "--depth=1",
-        "--max-seq-len=32",
-        "--device-batch-size=2",
-        "--total-batch-size=64",
-        "--num-iterations=2",
-        "--eval-every=-1",
-        "--sample-every=-1",
-        &format!("--input={}", input.display()),
-    ])
-    .map_err(|e| e.to_string())?
-    .args;
-    nanochat::base_train::run::base_train(&args, &base, &mut |_| {})?;
-    Ok(base)
-}
-
-/// nanochat's checkpoint files of step 2: the model, the optimizer and the metadata.
-fn nanochat_files() -> Result<[Vec<u8>; 3], String> {
-    let base = nanochat_run()?;
-    let dir = base.join("base_checkpoints/d1");
-    let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| format!("{name}: {e}"));
-    let files = [
-        read("model_000002.safetensors")?,
-        read("optim_000002_rank0.safetensors")?,
-        read("meta_000002.json")?,
-    ];
-    let _ = std::fs::remove_dir_all(&base);
-    Ok(files)
-}
-
-/// `nanochat base-train`'s model file, read with its metadata beside it.
-fn nanochat_model() -> Result<Loader, String> {
-    let [model, _, meta] = nanochat_files()?;
-    let wte = ("[4096,128]".to_string(), "[4096,127]".to_string()); // depth 1: width 128, one head
-    Ok(Loader {
-        name: "nanochat model (base-train)",
-        file_name: "model_000002.safetensors".into(),
-        special: safetensors_special(&model, (&wte.0, &wte.1)),
-        valid: model,
-        companions: vec![("meta_000002.json".into(), meta)],
-        protection: Protection::Checksum,
-        load: Box::new(|path| {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            nanochat::checkpoint::load_model(dir, 2).map(|_| Loaded::Value)
-        }),
-    })
-}
-
-/// `nanochat base-train`'s optimizer file, read into the optimizer of the model beside it.
-fn nanochat_optimizer() -> Result<Loader, String> {
-    let [model, optim, meta] = nanochat_files()?;
-    let wte = ("[4096,128]".to_string(), "[4096,127]".to_string()); // depth 1: width 128, one head
-    Ok(Loader {
-        name: "nanochat optimizer (base-train)",
-        file_name: "optim_000002_rank0.safetensors".into(),
-        special: safetensors_special(&optim, (&wte.0, &wte.1)),
-        valid: optim,
-        companions: vec![
-            ("meta_000002.json".into(), meta),
-            ("model_000002.safetensors".into(), model),
-        ],
-        protection: Protection::Checksum,
-        load: Box::new(|path| {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            let (model, _) = nanochat::checkpoint::load_model(dir, 2)?;
-            let mut optimizer = model.setup_optimizer(0.004, 0.2, 0.02, 0.0, 0.5);
-            nanochat::checkpoint::load_optimizer(dir, 2, &model, &mut optimizer)
-                .map(|()| Loaded::Value)
-        }),
-    })
-}
-
-/// nanochat's `tokenizer.pkl` (a pickled tiktoken `Encoding`, no checksum): an accepted file
-/// must pickle back to its own bytes.
-fn nanochat_tokenizer() -> Result<Loader, String> {
-    Ok(Loader {
-        name: "nanochat tokenizer.pkl",
-        file_name: "tokenizer.pkl".into(),
-        valid: fixture("nanochat/tests/fixtures/base_train/tokenizer_4096.pkl")?,
-        companions: vec![],
-        protection: Protection::WellFormed,
-        load: Box::new(|path| {
-            let dir = path.parent().unwrap_or(Path::new("."));
-            let tokenizer = nanochat::Tokenizer::from_directory(dir)?;
-            Ok(Loaded::Canonical(nanochat::pickle::dumps(
-                tokenizer.state(),
-            )))
-        }),
-        special: vec![],
-    })
-}
-
-/// A parquet shard as nanochat's are written (zstd, pyarrow): no checksum over the pages, so
-/// an accepted flip inside a column chunk is unprotected data; outside them (the footer, the
-/// magic) it must be refused or change nothing that is read.
-fn nanochat_shard() -> Result<Loader, String> {
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    let valid = fixture("nanochat/tests/fixtures/shards/shard_00000.parquet")?;
-    let reader =
-        SerializedFileReader::new(bytes::Bytes::from(valid.clone())).map_err(|e| e.to_string())?;
-    let mut chunks = Vec::new();
-    for group in reader.metadata().row_groups() {
-        for column in group.columns() {
-            let start = column
-                .dictionary_page_offset()
-                .unwrap_or(column.data_page_offset())
-                .max(0) as usize;
-            chunks.push(start..start + column.compressed_size().max(0) as usize);
-        }
-    }
-    Ok(Loader {
-        name: "nanochat parquet shard",
-        file_name: "shard_00000.parquet".into(),
-        valid,
-        companions: vec![],
-        protection: Protection::Data(Box::new(move |at| chunks.iter().any(|c| c.contains(&at)))),
-        load: Box::new(|path| {
-            use nanochat::dataloader::DocumentSource;
-            let mut shards = nanochat::shards::ParquetShards::new(vec![path.to_path_buf()]);
-            let mut texts = Vec::new();
-            for group in 0..shards.num_row_groups(0)? {
-                texts.push(shards.read_row_group(0, group)?);
-            }
-            // What was read, so that a flip in metadata no reader uses (statistics, pyarrow's
-            // schema) is seen to change nothing.
-            Ok(Loaded::Canonical(
-                serde_json::to_vec(&texts).map_err(|e| e.to_string())?,
-            ))
-        }),
-        special: vec![],
     })
 }
