@@ -113,26 +113,7 @@ impl Checkpoint {
         }
         for (_, p) in params.iter_mut() {
             let name = format!("model/{}", p.name);
-            let view = file
-                .tensors
-                .tensor(&name)
-                .map_err(|_| format!("tensor {name} is missing"))?;
-            if view.dtype() != safetensors::Dtype::F32 || view.shape() != p.value.shape() {
-                return Err(format!(
-                    "tensor {name} is {:?} {:?}, expected F32 {:?}",
-                    view.dtype(),
-                    view.shape(),
-                    p.value.shape()
-                ));
-            }
-            let values: Vec<f32> = view
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            if values.iter().any(|v| !v.is_finite()) {
-                return Err(format!("tensor {name} holds a NaN or an infinity"));
-            }
+            let values = gpt::checkpoint::read_f32(&file.tensors, &name, p.value.shape())?;
             p.value = Tensor::from_vec(values, p.value.shape());
         }
         Ok(Checkpoint {

@@ -258,6 +258,32 @@ pub fn tensor_views(
         .collect()
 }
 
+/// The float32 tensor `name` of a safetensors file, checked to have `shape`
+/// and to hold only finite numbers; each problem is an error naming the
+/// tensor (the caller adds the file). The one reader behind every
+/// checkpoint of the tools (gpt, makemore, char-rnn, nanochat).
+pub fn read_f32(st: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
+    let view = st
+        .tensor(name)
+        .map_err(|_| format!("tensor {name} is missing"))?;
+    if view.dtype() != Dtype::F32 || view.shape() != shape {
+        return Err(format!(
+            "tensor {name} is {:?} {:?}, the model expects F32 {shape:?}",
+            view.dtype(),
+            view.shape()
+        ));
+    }
+    let values: Vec<f32> = view
+        .data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    match values.iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(format!("tensor {name} holds {} at index {i}", values[i])),
+        None => Ok(values),
+    }
+}
+
 /// Fills `params` from a checkpoint's `model/` tensors and `opt` from its
 /// moments, checking every name, dtype and shape; a missing, extra or
 /// misshapen tensor is an error naming it.
@@ -268,28 +294,10 @@ pub fn restore_model_and_moments(
     adamw_step: u64,
 ) -> Result<(), String> {
     let read = |name: &str, want: &[usize]| -> Result<Option<Tensor>, String> {
-        let view = match st.tensor(name) {
-            Ok(v) => v,
-            Err(_) => return Ok(None),
-        };
-        if view.dtype() != Dtype::F32 {
-            return Err(format!("tensor {name} is {:?}, expected F32", view.dtype()));
+        if st.tensor(name).is_err() {
+            return Ok(None);
         }
-        if view.shape() != want {
-            return Err(format!(
-                "tensor {name} has shape {:?}, the model expects {want:?}",
-                view.shape()
-            ));
-        }
-        let values: Vec<f32> = view
-            .data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(format!("tensor {name} holds {} at index {i}", values[i]));
-        }
-        Ok(Some(Tensor::from_vec(values, want)))
+        Ok(Some(Tensor::from_vec(read_f32(st, name, want)?, want)))
     };
     let mut moments = Vec::new();
     let mut expected = 0;

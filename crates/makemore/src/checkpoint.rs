@@ -18,7 +18,7 @@ use crate::loader::InfiniteSampler;
 use crate::model::{state_dict, ModelConfig, ModelType};
 use crate::train::{TrainConfig, Trainer};
 use gpt::checkpoint::{model_and_moments, serialize_with_digest, to_json, NamedTensor, Opened};
-use safetensors::{Dtype, SafeTensors};
+use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::Path;
 use tensor::rng::TorchGenerator;
@@ -115,25 +115,10 @@ fn check_model(file: &Opened, trainer: &Trainer) -> Result<(), String> {
 }
 
 fn read_f32(st: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Tensor, String> {
-    let view = st
-        .tensor(name)
-        .map_err(|_| format!("tensor {name} is missing"))?;
-    if view.dtype() != Dtype::F32 || view.shape() != shape {
-        return Err(format!(
-            "tensor {name} is {:?} {:?}, the model expects F32 {shape:?}",
-            view.dtype(),
-            view.shape()
-        ));
-    }
-    let values: Vec<f32> = view
-        .data()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-        return Err(format!("tensor {name} holds {} at index {i}", values[i]));
-    }
-    Ok(Tensor::from_vec(values, shape))
+    Ok(Tensor::from_vec(
+        gpt::checkpoint::read_f32(st, name, shape)?,
+        shape,
+    ))
 }
 
 /// Loads the best model's weights into `trainer` (`model.load_state_dict`).

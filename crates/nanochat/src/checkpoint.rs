@@ -11,7 +11,7 @@
 use crate::dataloader::LoaderState;
 use crate::gpt::{Gpt, GptConfig};
 use crate::optim::{AdamState, MuonAdamW, MuonState};
-use gpt::checkpoint::{open, serialize_with_digest, to_json, NamedTensor};
+use gpt::checkpoint::{open, read_f32, serialize_with_digest, to_json, NamedTensor};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -242,30 +242,6 @@ pub fn load_optimizer(
         Ok(())
     };
     restore().map_err(|e| format!("{}: {e}", optim_path.display()))
-}
-
-fn read_f32(
-    st: &safetensors::SafeTensors,
-    name: &str,
-    shape: &[usize],
-) -> Result<Vec<f32>, String> {
-    let view = st.tensor(name).map_err(|_| format!("no tensor {name}"))?;
-    if view.dtype() != safetensors::Dtype::F32 || view.shape() != shape {
-        return Err(format!(
-            "tensor {name} is {:?} {:?}, expected F32 {shape:?}",
-            view.dtype(),
-            view.shape()
-        ));
-    }
-    let values: Vec<f32> = view
-        .data()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    match values.iter().position(|v| !v.is_finite()) {
-        Some(i) => Err(format!("tensor {name} holds {} at index {i}", values[i])),
-        None => Ok(values),
-    }
 }
 
 /// The largest step with a metadata file in `dir` (`find_last_step`).
