@@ -5,7 +5,7 @@
 use nanochat::download::{shards_to_download, Downloader, MAX_SHARD};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -167,58 +167,48 @@ fn the_first_n_shards_and_val_arrive_whole_and_are_kept() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn a_partial_download_resumes_where_it_stopped() {
-    let dir = temp_dir("resume");
-    std::fs::write(dir.join("shard_00000.parquet.tmp"), &shard(0)[..1000]).unwrap();
+/// Serves shard 0 for `requests` requests (answered by `answers` first), downloads it into
+/// `dir` with `requests` attempts, checks it arrived whole, and returns what the server saw
+/// (each request's path and range) and the lines said.
+fn fetch_shard_0(dir: &Path, requests: usize, answers: Vec<Answer>) -> (Vec<Request>, Vec<String>) {
     let server = serve(
         vec![("/shard_00000.parquet".to_string(), shard(0))],
-        1,
-        vec![],
+        requests,
+        answers,
     );
-    let (_, say) = lines();
-    downloader(&server.base, 1)
-        .download_one(0, &dir, &say)
+    let (said, say) = lines();
+    downloader(&server.base, requests as u32)
+        .download_one(0, dir, &say)
         .unwrap();
     server.handle.join().unwrap();
     assert_eq!(
         std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
         shard(0)
     );
-    assert_eq!(
-        server.seen.lock().unwrap()[0].1.as_deref(),
-        Some("bytes=1000-")
-    );
+    let seen = server.seen.lock().unwrap().clone();
+    let said = said.lock().unwrap().clone();
+    (seen, said)
+}
+
+#[test]
+fn a_partial_download_resumes_where_it_stopped() {
+    let dir = temp_dir("resume");
+    std::fs::write(dir.join("shard_00000.parquet.tmp"), &shard(0)[..1000]).unwrap();
+    let (seen, _) = fetch_shard_0(&dir, 1, vec![]);
+    assert_eq!(seen[0].1.as_deref(), Some("bytes=1000-"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_download_cut_short_is_tried_again_from_where_it_was_cut() {
     let dir = temp_dir("cut");
-    let server = serve(
-        vec![("/shard_00000.parquet".to_string(), shard(0))],
-        2,
-        vec![Answer::CutAfter(5000)],
-    );
-    let (said, say) = lines();
-    downloader(&server.base, 2)
-        .download_one(0, &dir, &say)
-        .unwrap();
-    server.handle.join().unwrap();
-    assert_eq!(
-        std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
-        shard(0)
-    );
-    let said = said.lock().unwrap();
+    let (seen, said) = fetch_shard_0(&dir, 2, vec![Answer::CutAfter(5000)]);
     assert!(
         said.iter()
             .any(|l| l.starts_with("Attempt 1/2 failed for shard_00000.parquet")),
         "{said:#?}"
     );
-    assert_eq!(
-        server.seen.lock().unwrap()[1].1.as_deref(),
-        Some("bytes=5000-")
-    );
+    assert_eq!(seen[1].1.as_deref(), Some("bytes=5000-"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -257,25 +247,8 @@ fn a_file_that_is_not_parquet_is_refused_and_not_kept() {
 fn a_damaged_shard_in_place_is_downloaded_again() {
     let dir = temp_dir("damaged");
     std::fs::write(dir.join("shard_00000.parquet"), &shard(0)[..3000]).unwrap();
-    let server = serve(
-        vec![("/shard_00000.parquet".to_string(), shard(0))],
-        1,
-        vec![],
-    );
-    let (said, say) = lines();
-    downloader(&server.base, 1)
-        .download_one(0, &dir, &say)
-        .unwrap();
-    server.handle.join().unwrap();
-    assert_eq!(
-        std::fs::read(dir.join("shard_00000.parquet")).unwrap(),
-        shard(0)
-    );
-    assert!(said
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|l| l.ends_with("downloading it again")));
+    let (_, said) = fetch_shard_0(&dir, 1, vec![]);
+    assert!(said.iter().any(|l| l.ends_with("downloading it again")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
