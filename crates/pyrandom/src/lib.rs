@@ -93,6 +93,43 @@ impl PyRandom {
             x.swap(i, j);
         }
     }
+
+    /// `random.sample(population, k)`: `k` distinct elements, as CPython's `Lib/random.py`
+    /// draws them. While the population is no larger than a set of `k` would be, a pool is
+    /// drawn from and refilled from its end; beyond that, indices are drawn until unseen.
+    /// `None` where `k > population.len()` (CPython raises `ValueError`).
+    pub fn sample<T: Clone>(&mut self, population: &[T], k: usize) -> Option<Vec<T>> {
+        let n = population.len();
+        if k > n {
+            return None;
+        }
+        let mut setsize = 21; // size of a small set minus size of an empty list
+        if k > 5 {
+            // 4 ** _ceil(_log(k * 3, 4)): math.log(x, 4) is log(x) / log(4)
+            let exponent = ((k * 3) as f64).ln() / 4f64.ln();
+            setsize += 4usize.pow(exponent.ceil() as u32);
+        }
+        let mut result = Vec::with_capacity(k);
+        if n <= setsize {
+            let mut pool = population.to_vec();
+            for i in 0..k {
+                let j = self.randbelow((n - i) as u64) as usize;
+                result.push(pool[j].clone());
+                pool[j] = pool[n - i - 1].clone(); // move a non-selected item into the vacancy
+            }
+        } else {
+            let mut selected = std::collections::HashSet::new();
+            for _ in 0..k {
+                let mut j = self.randbelow(n as u64) as usize;
+                while selected.contains(&j) {
+                    j = self.randbelow(n as u64) as usize;
+                }
+                selected.insert(j);
+                result.push(population[j].clone());
+            }
+        }
+        Some(result)
+    }
 }
 
 #[cfg(feature = "rand")]
@@ -134,5 +171,31 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted, (0..100).collect::<Vec<_>>());
         assert_ne!(v, sorted);
+    }
+
+    // Printed by CPython 3.11.7: `random.Random(seed).sample(population, k)`, as nanochat's
+    // core_eval.py draws its few-shot examples; 1000 items take the path of the set, the rest
+    // the pool's (k = 8 makes the set 21 + 4^3 = 85 wide).
+    #[test]
+    fn sample_matches_cpython() {
+        let range = |n: usize| (0..n).collect::<Vec<usize>>();
+        assert_eq!(
+            PyRandom::seed(1234).sample(&range(30), 5),
+            Some(vec![24, 14, 3, 0, 2])
+        );
+        let without_3: Vec<usize> = (0..12).filter(|&i| i != 3).collect();
+        assert_eq!(
+            PyRandom::seed(1235).sample(&without_3, 5),
+            Some(vec![7, 9, 8, 11, 1])
+        );
+        assert_eq!(
+            PyRandom::seed(7).sample(&range(1000), 10),
+            Some(vec![331, 970, 154, 404, 666, 49, 74, 840, 548, 96])
+        );
+        assert_eq!(
+            PyRandom::seed(99).sample(&range(40), 8),
+            Some(vec![25, 24, 12, 11, 14, 15, 8, 5])
+        );
+        assert_eq!(PyRandom::seed(1).sample(&range(3), 4), None);
     }
 }
