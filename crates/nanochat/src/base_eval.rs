@@ -1,11 +1,13 @@
 //! nanochat's `scripts/base_eval.py`: a base checkpoint's greedy samples of base_train's
-//! prompts, and its bits per byte on the train and val splits.
+//! prompts, its bits per byte on the train and val splits, and the CORE metric on nanochat's
+//! eval bundle ([`crate::core_eval`]), with its CSV under `base_eval/`.
 //!
-//! Not yet here: the CORE metric (it needs nanochat's eval bundle, not read yet; `--eval core`
-//! says so), and the unconditioned samples at temperature 1, which need nanochat's engine.
+//! Not yet here: the unconditioned samples at temperature 1, which need nanochat's engine.
+//! The eval bundle is not downloaded: where it is absent, `--eval core` says where to put it.
 
 use crate::base_train::run::{corpus, greedy_sample, SAMPLE_PROMPTS};
 use crate::checkpoint::{checkpoint_dir, last_step, load_model};
+use crate::core_eval::{evaluate_core, results_csv, Bundle};
 use crate::dataloader::BestFitLoader;
 use crate::loss_eval::evaluate_bpb;
 use crate::tokenizer::Tokenizer;
@@ -16,9 +18,11 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Clone, Debug)]
 #[command(args_override_self = true)]
 pub struct BaseEvalArgs {
-    /// Comma-separated evaluations: bpb, sample (nanochat's default also has core, which needs
-    /// its eval bundle and is not in this build yet).
-    #[arg(long, default_value = "bpb,sample")]
+    /// Comma-separated evaluations: core, bpb, sample. core needs nanochat's eval bundle
+    /// unzipped into the base folder ($NANOCHAT_BASE_DIR/eval_bundle, from
+    /// <https://karpathy-public.s3.us-west-2.amazonaws.com/eval_bundle.zip>); without it, give
+    /// --eval bpb,sample.
+    #[arg(long, default_value = "core,bpb,sample")]
     pub eval: String,
     /// The checkpoint folder under base_checkpoints (default: the deepest dN there).
     #[arg(long = "model-tag", alias = "model_tag")]
@@ -26,6 +30,14 @@ pub struct BaseEvalArgs {
     /// The step to load (default: the last).
     #[arg(long)]
     pub step: Option<usize>,
+    /// Examples per CORE task (-1: all).
+    #[arg(
+        long = "max-per-task",
+        alias = "max_per_task",
+        default_value_t = -1,
+        allow_negative_numbers = true
+    )]
+    pub max_per_task: i64,
     /// Rows per forward pass for bpb.
     #[arg(
         long = "device-batch-size",
@@ -67,7 +79,8 @@ fn default_model_tag(checkpoints: &Path) -> Result<String, String> {
     }
 }
 
-/// Runs base_eval.py's `bpb` and `sample` on a base checkpoint under `base`.
+/// Runs base_eval.py's `sample`, `bpb` and `core`, in its order, on a base checkpoint under
+/// `base`.
 pub fn base_eval(
     args: &BaseEvalArgs,
     base: &Path,
@@ -85,14 +98,15 @@ pub fn base_eval(
         .find(|m| !matches!(**m, "bpb" | "sample" | "core"))
     {
         return Err(format!(
-            "--eval: invalid mode {bad:?}; valid: bpb, sample (core is not in this build yet)"
+            "--eval: invalid mode {bad:?}; valid: core, bpb, sample"
         ));
     }
-    if modes.contains(&"core") {
-        return Err("--eval core: the CORE metric needs nanochat's eval bundle, which this build does not read yet; \
-                    use --eval bpb,sample"
-            .into());
-    }
+    // The bundle is read before anything runs, so that a missing one is said at once.
+    let bundle = if modes.contains(&"core") {
+        Some(Bundle::open(&base.join("eval_bundle")).map_err(|e| format!("--eval core: {e}"))?)
+    } else {
+        None
+    };
     let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
     let checkpoints = base.join("base_checkpoints");
     let tag = match &args.model_tag {
@@ -152,6 +166,20 @@ pub fn base_eval(
             let bpb = evaluate_bpb(&model, &mut loader, steps, &token_bytes)?;
             print0(format!("{name} bpb: {bpb:.6}"));
         }
+    }
+    if let Some(bundle) = bundle {
+        print0(format!("\n{rule}\nCORE Evaluation\n{rule}"));
+        let results = evaluate_core(&model, &tokenizer, &bundle, args.max_per_task, print0)?;
+        let csv_path = base
+            .join("base_eval")
+            .join(format!("base_model_{:06}.csv", meta.step));
+        if let Some(dir) = csv_path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        report::write_atomic(&csv_path, results_csv(&results).as_bytes())
+            .map_err(|e| format!("{}: {e}", csv_path.display()))?;
+        print0(format!("\nResults written to: {}", csv_path.display()));
+        print0(format!("CORE metric: {:.4}", results.core_metric));
     }
     Ok(())
 }

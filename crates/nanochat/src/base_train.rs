@@ -153,7 +153,7 @@ pub struct BaseTrainArgs {
     /// Save a checkpoint every this many steps (-1: only at the end).
     #[arg(long = "save-every", alias = "save_every", default_value_t = -1, allow_negative_numbers = true)]
     pub save_every: i64,
-    /// The checkpoint folder's name under base_checkpoints (default d<depth>).
+    /// The checkpoint folder's name under base_checkpoints (default dN, N the depth).
     #[arg(long = "model-tag", alias = "model_tag")]
     pub model_tag: Option<String>,
     /// The text to train on, as tok-train's --input (not a base_train.py flag): a text file, a JSON-lines file, or a

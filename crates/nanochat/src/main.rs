@@ -27,7 +27,7 @@ enum Command {
     TokEval(tok::EvalArgs),
     /// scripts/base_train.py: pretrain the GPT on --data, saving under base_checkpoints/.
     BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
-    /// scripts/base_eval.py: a base checkpoint's samples and bits per byte (no CORE yet).
+    /// scripts/base_eval.py: a base checkpoint's samples, bits per byte and CORE metric.
     BaseEval(nanochat::base_eval::BaseEvalArgs),
     /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
     Data(DataArgs),

@@ -207,6 +207,101 @@ fn one_thread_and_two_give_the_same_bits() {
 }
 
 /// Every weight of the model saved at `step` in `dir`, by name, as bits.
+/// Copies the CORE fixture's eval bundle into `base`, where base_eval.py looks for it.
+fn place_eval_bundle(base: &Path) {
+    let from =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/core_eval/eval_bundle");
+    let to = base.join("eval_bundle");
+    std::fs::create_dir_all(to.join("eval_data/shakespeare")).unwrap();
+    for file in ["core.yaml", "eval_meta_data.csv"] {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+    for entry in std::fs::read_dir(from.join("eval_data/shakespeare")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            to.join("eval_data/shakespeare")
+                .join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn base_eval_reads_what_base_train_saved() {
+    let base = base_folder("eval");
+    let data = shakespeare();
+    let lines = run(
+        &base,
+        &d2_flags(
+            &data,
+            &["--num-iterations=6", "--eval-every=6", "--model-tag=evald"],
+        ),
+    )
+    .unwrap();
+    let trained_bpb = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("Step 00006 | Validation bpb: "))
+        .next()
+        .unwrap()
+        .to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_nanochat"))
+        .args(["base-eval", "--model-tag=evald", "--eval=bpb,core"])
+        .args([
+            "--device-batch-size=2",
+            "--split-tokens=1024",
+            "--max-per-task=4",
+        ])
+        .arg(format!("--input={}", data.display()))
+        .env("NANOCHAT_BASE_DIR", &base)
+        .env("ZTH_RUNS", "")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "core ran without its bundle");
+    assert!(stderr.contains("eval_bundle.zip"), "{stderr}");
+
+    place_eval_bundle(&base);
+    let out = Command::new(env!("CARGO_BIN_EXE_nanochat"))
+        .args(["base-eval", "--model-tag=evald", "--eval=bpb,core"])
+        .args([
+            "--device-batch-size=2",
+            "--split-tokens=1024",
+            "--max-per-task=4",
+        ])
+        .arg(format!("--input={}", data.display()))
+        .env("NANOCHAT_BASE_DIR", &base)
+        .env("ZTH_RUNS", "")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The same loader over the same val text, the same weights: base_train's last bpb.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == format!("val bpb: {trained_bpb}")),
+        "{stdout}"
+    );
+    let core_lines = stdout
+        .lines()
+        .filter(|l| l.starts_with("Evaluating: "))
+        .count();
+    assert_eq!(core_lines, 5, "{stdout}");
+    let csv = std::fs::read_to_string(base.join("base_eval/base_model_000006.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7, "{csv}");
+    let core = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("CORE metric: "))
+        .unwrap();
+    assert!(csv.lines().last().unwrap().contains(&core[..5]), "{csv}");
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
 fn weights(dir: &Path, step: usize) -> Vec<(String, Vec<u32>)> {
     let (model, _) = nanochat::checkpoint::load_model(dir, step).unwrap();
     model
