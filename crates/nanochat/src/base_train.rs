@@ -127,7 +127,8 @@ pub struct BaseTrainArgs {
     /// Tokens in each evaluation.
     #[arg(long = "eval-tokens", alias = "eval_tokens", default_value_t = 80 * 524288)]
     pub eval_tokens: usize,
-    /// The CORE metric every this many steps (-1: never; not run by this build).
+    /// The CORE metric every this many steps and at the last (-1: never); skipped, with a line
+    /// saying so, where the base folder has no eval_bundle.
     #[arg(
         long = "core-metric-every",
         alias = "core_metric_every",

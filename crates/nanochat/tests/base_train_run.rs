@@ -231,14 +231,24 @@ fn place_eval_bundle(base: &Path) {
 fn base_eval_reads_what_base_train_saved() {
     let base = base_folder("eval");
     let data = shakespeare();
-    let lines = run(
-        &base,
-        &d2_flags(
-            &data,
-            &["--num-iterations=6", "--eval-every=6", "--model-tag=evald"],
-        ),
-    )
-    .unwrap();
+    let flags = [
+        "--num-iterations=6",
+        "--eval-every=6",
+        "--core-metric-every=3",
+        "--core-metric-max-per-task=4",
+    ];
+    let tagged = |tag: &str| {
+        let mut flags = d2_flags(&data, &flags);
+        flags.push(format!("--model-tag={tag}"));
+        run(&base, &flags).unwrap()
+    };
+    let lines = tagged("evald");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("CORE metric skipped: ") && l.contains("eval_bundle.zip")),
+        "{lines:#?}"
+    );
     let trained_bpb = lines
         .iter()
         .filter_map(|l| l.strip_prefix("Step 00006 | Validation bpb: "))
@@ -299,6 +309,18 @@ fn base_eval_reads_what_base_train_saved() {
         .find_map(|l| l.strip_prefix("CORE metric: "))
         .unwrap();
     assert!(csv.lines().last().unwrap().contains(&core[..5]), "{csv}");
+    // base_train.py's CORE lines, now that the bundle is there: at step 3 and at the last,
+    // the last equal to base-eval's on the saved model (the same run again: the same bits).
+    let lines = tagged("evald_again");
+    let at = |step: &str| {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("Step {step} | CORE metric: ")))
+            .unwrap_or_else(|| panic!("no CORE at {step}: {lines:#?}"))
+            .to_string()
+    };
+    at("00003");
+    assert_eq!(at("00006"), core);
     std::fs::remove_dir_all(&base).unwrap();
 }
 

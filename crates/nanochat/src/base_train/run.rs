@@ -8,6 +8,7 @@
 
 use super::{build_model, commas, python_e, validation_bpb, BaseTrain, BaseTrainArgs, Plan};
 use crate::checkpoint::{self, LoopState, Meta};
+use crate::core_eval::{evaluate_core, Bundle};
 use crate::dataloader::{DocumentSource, InMemory};
 use crate::documents::train_val_split;
 use crate::gpt::{Gpt, GptConfig};
@@ -354,6 +355,20 @@ pub fn base_train(
         plan.grad_accum_steps
     ));
 
+    // The CORE metric needs nanochat's eval bundle in the base folder; without one it is
+    // skipped, said once, where nanochat would download it.
+    let core_bundle = if args.core_metric_every > 0 {
+        match Bundle::open(&base.join("eval_bundle")) {
+            Ok(bundle) => Some(bundle),
+            Err(e) => {
+                print0(format!("CORE metric skipped: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     let num_iterations = plan.num_iterations;
     let mut meta;
     loop {
@@ -366,6 +381,16 @@ pub fn base_train(
             val_bpb = Some(bpb);
             if !evals.iter().any(|&(s, _)| s == step) {
                 evals.push((step, bpb));
+            }
+        }
+        if let Some(bundle) = &core_bundle {
+            if last_step || (step > 0 && step as i64 % args.core_metric_every == 0) {
+                let max_per_task = args.core_metric_max_per_task as i64;
+                let results = evaluate_core(&run.model, &tokenizer, bundle, max_per_task, print0)?;
+                print0(format!(
+                    "Step {step:05} | CORE metric: {:.4}",
+                    results.core_metric
+                ));
             }
         }
         if args.sample_every > 0
