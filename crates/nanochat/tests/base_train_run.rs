@@ -203,10 +203,15 @@ fn one_thread_and_two_give_the_same_bits() {
         models[0] == models[1],
         "1 thread and 2 threads trained different weights"
     );
+    // The run's loss.csv ends with the evaluation after the last step: a val and no train loss.
+    let rows = report::read_loss_csv(&base.join("base_checkpoints/t1/loss.csv")).unwrap();
+    let last = rows.last().unwrap();
+    assert_eq!((last.step, last.train.is_nan()), (4, true));
+    let meta = nanochat::checkpoint::load_meta(&base.join("base_checkpoints/t1"), 4).unwrap();
+    assert_eq!(last.val, meta.val_bpb);
     std::fs::remove_dir_all(&base).unwrap();
 }
 
-/// Every weight of the model saved at `step` in `dir`, by name, as bits.
 /// Copies the CORE fixture's eval bundle into `base`, where base_eval.py looks for it.
 fn place_eval_bundle(base: &Path) {
     let from =
@@ -324,6 +329,7 @@ fn base_eval_reads_what_base_train_saved() {
     std::fs::remove_dir_all(&base).unwrap();
 }
 
+/// Every weight of the model saved at `step` in `dir`, by name, as bits.
 fn weights(dir: &Path, step: usize) -> Vec<(String, Vec<u32>)> {
     let (model, _) = nanochat::checkpoint::load_model(dir, step).unwrap();
     model

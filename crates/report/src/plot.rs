@@ -84,7 +84,10 @@ where
         let mine: Vec<&&LossRow> = rows.iter().filter(|r| r.stage == *stage).collect();
         chart
             .draw_series(LineSeries::new(
-                mine.iter().map(|r| (r.step as f64, r.train)),
+                // A row may carry only a val (an evaluation after the last step).
+                mine.iter()
+                    .filter(|r| r.train.is_finite())
+                    .map(|r| (r.step as f64, r.train)),
                 color.stroke_width(2),
             ))?
             .label(format!("{stage} train"))

@@ -503,7 +503,8 @@ pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), Str
             }),
         }
     }
-    rows.retain(|r| r.train.is_finite());
+    // The last evaluation comes after the last step, so its row has a val and no train loss.
+    rows.sort_by_key(|r| r.step);
     let dir = &finished.dir;
     report::tool_run::write_loss_files(
         dir,
