@@ -2,6 +2,18 @@
 
 use crate::graph::Var;
 use std::ops::{Add, Div, Mul, Neg, Sub};
+use tensor::Tensor;
+
+/// A parent's gradient, or an empty stand-in where the parent is a constant (a rotary table, a
+/// mask): the backward pass drops a constant's gradient unread, so it is not worth a pass over
+/// the data.
+fn unless_constant(wanted: bool, grad: impl FnOnce() -> Tensor) -> Tensor {
+    if wanted {
+        grad()
+    } else {
+        Tensor::zeros(&[0])
+    }
+}
 
 // The named methods hold each op's forward and backward; the operators below call them.
 #[allow(clippy::should_implement_trait)]
@@ -33,10 +45,11 @@ impl<'g> Var<'g> {
     /// `self * other`, broadcasting.
     pub fn mul(self, other: Var<'g>) -> Var<'g> {
         let (a, b) = (self.value(), other.value());
+        let wanted = [self.requires_grad(), other.requires_grad()];
         self.graph.op(a.mul(&b), &[self, other], move |grad| {
             vec![
-                grad.mul(&b).sum_to_shape(a.shape()),
-                grad.mul(&a).sum_to_shape(b.shape()),
+                unless_constant(wanted[0], || grad.mul(&b).sum_to_shape(a.shape())),
+                unless_constant(wanted[1], || grad.mul(&a).sum_to_shape(b.shape())),
             ]
         })
     }
