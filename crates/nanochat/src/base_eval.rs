@@ -2,13 +2,14 @@
 //! prompts, its bits per byte on the train and val splits, and the CORE metric on nanochat's
 //! eval bundle ([`crate::core_eval`]), with its CSV under `base_eval/`.
 //!
-//! Not yet here: the unconditioned samples at temperature 1, which need nanochat's engine.
-//! The eval bundle is not downloaded: where it is absent, `--eval core` says where to put it.
+//! The samples come from [`crate::engine`], which has no KV cache and no calculator yet. The
+//! eval bundle is not downloaded: where it is absent, `--eval core` says where to put it.
 
 use crate::base_train::run::{corpus, greedy_sample, SAMPLE_PROMPTS};
 use crate::checkpoint::{checkpoint_dir, last_step, load_model};
 use crate::core_eval::{evaluate_core, results_csv, Bundle};
 use crate::dataloader::BestFitLoader;
+use crate::engine::{generate_batch, Sampling};
 use crate::loss_eval::evaluate_bpb;
 use crate::tokenizer::Tokenizer;
 use clap::Args;
@@ -141,6 +142,19 @@ pub fn base_eval(
             let ids = greedy_sample(&model, &tokenizer, prompt, 16)?;
             print0("-".repeat(80));
             print0(tokenizer.decode(&ids)?);
+        }
+        print0("\nUnconditioned samples:".into());
+        let unconditioned = Sampling {
+            num_samples: 8,
+            max_tokens: 128,
+            temperature: 1.0,
+            top_k: None,
+            seed: 42,
+        };
+        let bos = [tokenizer.bos_token_id()];
+        for sample in generate_batch(&model, &tokenizer, &bos, unconditioned)? {
+            print0("-".repeat(80));
+            print0(tokenizer.decode(&sample)?);
         }
     }
     if modes.contains(&"bpb") {

@@ -455,14 +455,27 @@ impl Gpt {
     }
     // ANCHOR_END: mlp
 
+    // ANCHOR: smear
+    /// The smear: the previous token's embedding, through a gate, into each position after the
+    /// first, (B, T, C) to (B, T, C).
+    fn smear<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
+        let t = x.shape()[1];
+        let rest = x.narrow(1, 1, t - 1); // (B, T-1, C)
+        let gate = linear(pass, rest.narrow(2, 0, SMEAR_CHANNELS), self.smear_gate).sigmoid(); // (B, T-1, 1)
+        let gate = pass.param(self.smear_lambda).mul(gate); // (B, T-1, 1)
+        let smeared = rest.add(gate.mul(x.narrow(1, 0, t - 1))); // (B, T-1, C)
+        Var::concat(&[x.narrow(1, 0, 1), smeared], 1) // (B, T, C)
+    }
+    // ANCHOR_END: smear
+
     // ANCHOR: forward
     /// `GPT.forward(idx)` without a cache: the soft-capped logits, (B, T, vocab_size), for
     /// `idx` given as B rows of T token ids.
     pub fn logits<'g>(&self, pass: &ForwardPass<'g, '_>, idx: &[u32], b: usize) -> Var<'g> {
         let t = idx.len() / b;
         assert!(
-            t > 1 && t <= self.cos.shape()[0],
-            "a training forward needs 1 < T <= 10·sequence_len, not {t}"
+            t >= 1 && t <= self.cos.shape()[0],
+            "a forward needs 1 <= T <= 10·sequence_len, not {t}"
         );
         let rows: Vec<usize> = idx.iter().map(|&i| i as usize).collect();
         let half = self.config.head_dim() / 2;
@@ -472,12 +485,8 @@ impl Gpt {
 
         let x = pass.param(self.wte).index_rows(&rows, &[b, t]); // (B, T, C)
         let x = norm(x); // (B, T, C)
-                         // Smear: the previous token's embedding, through a gate, into each position after the first.
-        let rest = x.narrow(1, 1, t - 1); // (B, T-1, C)
-        let gate = linear(pass, rest.narrow(2, 0, SMEAR_CHANNELS), self.smear_gate).sigmoid(); // (B, T-1, 1)
-        let gate = pass.param(self.smear_lambda).mul(gate); // (B, T-1, 1)
-        let smeared = rest.add(gate.mul(x.narrow(1, 0, t - 1))); // (B, T-1, C)
-        let x = Var::concat(&[x.narrow(1, 0, 1), smeared], 1); // (B, T, C)
+                         // A lone token (sampling from <|bos|>) has no previous one to smear in.
+        let x = if t > 1 { self.smear(pass, x) } else { x }; // (B, T, C)
 
         let x0 = x; // the normed embedding, blended back in at every layer
         let backout_layer = self.config.n_layer / 2;

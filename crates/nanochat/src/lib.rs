@@ -12,8 +12,9 @@
 //!   printed lines, checkpoints ([`checkpoint`]) that resume bit for bit, and the run's
 //!   `loss.csv` and `report.json` ([`base_train::run`]), on text files or nanochat's parquet
 //!   shards ([`shards`], downloaded by `data`: [`download`]).
-//! - `base-eval` (`scripts/base_eval.py`): samples, bits per byte and the CORE metric
-//!   ([`core_eval`]) of a checkpoint ([`base_eval`]).
+//! - `base-eval` (`scripts/base_eval.py`): greedy and sampled completions ([`engine`], without
+//!   a KV cache or the calculator yet), bits per byte and the CORE metric ([`core_eval`]) of a
+//!   checkpoint ([`base_eval`]).
 //!
 //! Targets (`crates/nanochat/tests`, fixtures made by nanochat's own code): on tiny Shakespeare
 //! and on a text beyond ASCII, at vocabularies of 512 and 4,096, the merge ranks equal to
@@ -32,6 +33,7 @@ pub mod core_eval;
 pub mod dataloader;
 pub mod documents;
 pub mod download;
+pub mod engine;
 pub mod gpt;
 pub mod loss_eval;
 pub mod optim;

@@ -3,10 +3,13 @@
 //! `tests/fixtures/core_eval/make_fixtures.py`): five tasks of the three kinds, zero-shot and
 //! few-shot, with custom delimiters, contexts to trim and text beyond ASCII. Every example's
 //! token rows and scored spans equal, every choice's mean loss within 1e-5, every verdict,
-//! accuracy, centered result, the CORE metric, the printed lines and the CSV equal. Then the
-//! bundle's bad inputs, each refused naming the file.
+//! accuracy, centered result, the CORE metric, the printed lines and the CSV equal. From the
+//! same weights, base_eval.py's samples token for token as nanochat's `Engine.generate_batch`
+//! gives them. Then the bundle's bad inputs, each refused naming the file.
 
+use nanochat::base_train::run::greedy_sample;
 use nanochat::core_eval::{evaluate_core, results_csv, Bundle};
+use nanochat::engine::{generate_batch, Sampling};
 use nanochat::gpt::{Gpt, GptConfig};
 use nanochat::pickle;
 use nanochat::tokenizer::Tokenizer;
@@ -141,6 +144,50 @@ fn core_metric_equals_nanochats_on_a_small_bundle() {
         "CORE {:.4} as nanochat's; mean losses within {largest_gap:.1e}",
         results.core_metric
     );
+}
+
+fn token_rows(v: &Value) -> Vec<Vec<u32>> {
+    serde_json::from_value(v.clone()).unwrap()
+}
+
+#[test]
+fn samples_equal_nanochats_engine() {
+    let expected = expected();
+    let tokenizer = tokenizer();
+    let model = model(&expected["model"], tokenizer.vocab_size());
+    let samples = &expected["samples"];
+    // base_eval.py's conditioned samples: 16 tokens at temperature 0.
+    let prompts = samples["greedy"]["prompts"].as_array().unwrap();
+    let greedy = token_rows(&samples["greedy"]["tokens"]);
+    for (prompt, theirs) in prompts.iter().zip(&greedy) {
+        let ours = greedy_sample(&model, &tokenizer, prompt.as_str().unwrap(), 16).unwrap();
+        assert_eq!(&ours, theirs, "{prompt}");
+    }
+    // The unconditioned samples: 8 rows of 128 tokens at temperature 1, seed 42.
+    let bos = [tokenizer.bos_token_id()];
+    let unconditioned = Sampling {
+        num_samples: 8,
+        max_tokens: 128,
+        temperature: 1.0,
+        top_k: None,
+        seed: 42,
+    };
+    let ours = generate_batch(&model, &tokenizer, &bos, unconditioned).unwrap();
+    assert_eq!(ours, token_rows(&samples["unconditioned"]));
+    // Top-k at a lower temperature, another seed.
+    let top_k = &samples["top_k"];
+    let n = |key: &str| top_k[key].as_u64().unwrap() as usize;
+    let sampling = Sampling {
+        num_samples: n("num_samples"),
+        max_tokens: n("max_tokens"),
+        temperature: top_k["temperature"].as_f64().unwrap() as f32,
+        top_k: Some(n("top_k")),
+        seed: top_k["seed"].as_u64().unwrap(),
+    };
+    let mut prompt = bos.to_vec();
+    prompt.extend(tokenizer.encode(top_k["prompt"].as_str().unwrap()));
+    let ours = generate_batch(&model, &tokenizer, &prompt, sampling).unwrap();
+    assert_eq!(ours, token_rows(&top_k["tokens"]));
 }
 
 /// A copy of the fixture bundle in a fresh folder, for damaging.
