@@ -3,17 +3,19 @@
 //! PyTorch's generator as `Engine.generate` draws them (`torch.Generator().manual_seed(seed)`,
 //! then one `multinomial` over all rows a step).
 //!
-//! Not here yet, and both for the chat half of nanochat: the KV cache (each step here runs the
-//! whole sequence again, the same numbers rounded otherwise) and the tool use, in which
-//! `<|python_start|>…<|python_end|>` goes to the calculator and its result is forced in. A base
-//! model that samples `<|python_start|>` gets no calculator here.
+//! The tool use is `generate`'s: the tokens between `<|python_start|>` and `<|python_end|>` go to
+//! the [`crate::calculator`], and its answer is forced in as `<|output_start|>…<|output_end|>`
+//! ([`RowState`]). Not here yet, for the chat half of nanochat: the KV cache (each step here
+//! runs the whole sequence again, the same numbers rounded otherwise).
 //!
 //! Target (`tests/core_eval.rs`): from the CORE fixture's weights, the 8 unconditioned samples
 //! of 128 tokens at temperature 1 and the greedy samples of base_eval.py's prompts, token for
 //! token as nanochat's `Engine.generate_batch` gives them.
 
+use crate::calculator::use_calculator;
 use crate::gpt::Gpt;
 use crate::tokenizer::Tokenizer;
+use std::collections::VecDeque;
 use tensor::rng::TorchGenerator;
 use tensor::Tensor;
 
@@ -51,6 +53,77 @@ pub fn sample_next_token(
 }
 // ANCHOR_END: sample_next_token
 
+/// The special tokens of the tool use.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolTokens {
+    /// `<|python_start|>`.
+    pub python_start: u32,
+    /// `<|python_end|>`.
+    pub python_end: u32,
+    /// `<|output_start|>`.
+    pub output_start: u32,
+    /// `<|output_end|>`.
+    pub output_end: u32,
+}
+
+impl ToolTokens {
+    /// The ids of `tokenizer`'s tool tokens.
+    pub fn of(tokenizer: &Tokenizer) -> Result<ToolTokens, String> {
+        Ok(ToolTokens {
+            python_start: tokenizer.encode_special("<|python_start|>")?,
+            python_end: tokenizer.encode_special("<|python_end|>")?,
+            output_start: tokenizer.encode_special("<|output_start|>")?,
+            output_end: tokenizer.encode_special("<|output_end|>")?,
+        })
+    }
+}
+
+// ANCHOR: row_state
+/// `RowState`: one row's tool use. Tokens inside a python block are kept; at its end the
+/// calculator's answer is queued to be forced in, ahead of anything sampled.
+#[derive(Clone, Debug, Default)]
+pub struct RowState {
+    /// Tokens waiting to be forced in.
+    pub forced_tokens: VecDeque<u32>,
+    /// Between `<|python_start|>` and `<|python_end|>`.
+    pub in_python_block: bool,
+    /// The expression so far.
+    pub python_expr_tokens: Vec<u32>,
+}
+
+impl RowState {
+    /// The row's next token: a forced one if any waits, else `sampled`; then the tool logic.
+    /// Returns the token and whether it was sampled (the mask: 0 for forced).
+    pub fn next(
+        &mut self,
+        sampled: u32,
+        tools: &ToolTokens,
+        tokenizer: &Tokenizer,
+    ) -> Result<(u32, bool), String> {
+        let forced = self.forced_tokens.pop_front();
+        let token = forced.unwrap_or(sampled);
+        if token == tools.python_start {
+            self.in_python_block = true;
+            self.python_expr_tokens.clear();
+        } else if token == tools.python_end && self.in_python_block {
+            self.in_python_block = false;
+            if !self.python_expr_tokens.is_empty() {
+                let expr = tokenizer.decode(&self.python_expr_tokens)?;
+                if let Some(result) = use_calculator(&expr) {
+                    self.forced_tokens.push_back(tools.output_start);
+                    self.forced_tokens.extend(tokenizer.encode(&result));
+                    self.forced_tokens.push_back(tools.output_end);
+                }
+            }
+            self.python_expr_tokens.clear();
+        } else if self.in_python_block {
+            self.python_expr_tokens.push(token);
+        }
+        Ok((token, forced.is_none()))
+    }
+}
+// ANCHOR_END: row_state
+
 /// The logits at the last position of each row, (B, V), for B rows of equal length.
 fn last_logits(model: &Gpt, rows: &[Vec<u32>]) -> Result<Tensor, String> {
     let (b, t) = (rows.len(), rows[0].len());
@@ -85,9 +158,9 @@ pub struct Sampling {
 }
 
 // ANCHOR: generate_batch
-/// `Engine.generate_batch(tokens, …)`: each row the prompt and what was sampled after it, up to
-/// the first `<|assistant_end|>` or `<|bos|>` (not included). Every row draws at every step until
-/// all have ended, as `generate` steps them together.
+/// `Engine.generate_batch(tokens, …)`: each row the prompt and what was sampled or forced after
+/// it, up to the first `<|assistant_end|>` or `<|bos|>` (not included). Every row draws at every
+/// step until all have ended, as `generate` steps them together, forced tokens or not.
 pub fn generate_batch(
     model: &Gpt,
     tokenizer: &Tokenizer,
@@ -106,12 +179,15 @@ pub fn generate_batch(
     // The prompt once, its last logits for every row (`expand(num_samples, -1)`).
     let prompt_logits = last_logits(model, &[tokens.to_vec()])?; // (1, V)
     let mut logits = prompt_logits.broadcast_to(&[n, model.config.vocab_size]); // (n, V)
+    let tools = ToolTokens::of(tokenizer)?;
+    let mut states = vec![RowState::default(); n];
     let mut rows = vec![tokens.to_vec(); n];
     let mut results = rows.clone();
     let mut completed = vec![false; n];
     for step in 0..sampling.max_tokens {
-        let next = sample_next_token(&logits, &mut rng, sampling.temperature, sampling.top_k);
-        for (i, &token) in next.iter().enumerate() {
+        let sampled = sample_next_token(&logits, &mut rng, sampling.temperature, sampling.top_k);
+        for (i, &sampled) in sampled.iter().enumerate() {
+            let (token, _) = states[i].next(sampled, &tools, tokenizer)?;
             rows[i].push(token);
             if !completed[i] {
                 if token == assistant_end || token == bos {

@@ -28,6 +28,7 @@
 
 pub mod base_eval;
 pub mod base_train;
+pub mod calculator;
 pub mod checkpoint;
 pub mod core_eval;
 pub mod dataloader;
