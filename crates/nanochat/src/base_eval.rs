@@ -144,15 +144,8 @@ pub fn base_eval(
             print0(tokenizer.decode(&ids)?);
         }
         print0("\nUnconditioned samples:".into());
-        let unconditioned = Sampling {
-            num_samples: 8,
-            max_tokens: 128,
-            temperature: 1.0,
-            top_k: None,
-            seed: 42,
-        };
         let bos = [tokenizer.bos_token_id()];
-        for sample in generate_batch(&model, &tokenizer, &bos, unconditioned)? {
+        for sample in generate_batch(&model, &tokenizer, &bos, Sampling::UNCONDITIONED)? {
             print0("-".repeat(80));
             print0(tokenizer.decode(&sample)?);
         }

@@ -157,6 +157,17 @@ pub struct Sampling {
     pub seed: u64,
 }
 
+impl Sampling {
+    /// base_eval.py's unconditioned samples: 8 rows of 128 tokens at temperature 1, seed 42.
+    pub const UNCONDITIONED: Sampling = Sampling {
+        num_samples: 8,
+        max_tokens: 128,
+        temperature: 1.0,
+        top_k: None,
+        seed: 42,
+    };
+}
+
 // ANCHOR: generate_batch
 /// `Engine.generate_batch(tokens, …)`: each row the prompt and what was sampled or forced after
 /// it, up to the first `<|assistant_end|>` or `<|bos|>` (not included). Every row draws at every

@@ -165,14 +165,7 @@ fn samples_equal_nanochats_engine() {
     }
     // The unconditioned samples: 8 rows of 128 tokens at temperature 1, seed 42.
     let bos = [tokenizer.bos_token_id()];
-    let unconditioned = Sampling {
-        num_samples: 8,
-        max_tokens: 128,
-        temperature: 1.0,
-        top_k: None,
-        seed: 42,
-    };
-    let ours = generate_batch(&model, &tokenizer, &bos, unconditioned).unwrap();
+    let ours = generate_batch(&model, &tokenizer, &bos, Sampling::UNCONDITIONED).unwrap();
     assert_eq!(ours, token_rows(&samples["unconditioned"]));
     // Top-k at a lower temperature, another seed.
     let top_k = &samples["top_k"];

@@ -112,10 +112,6 @@ impl Module for BatchNorm1d {
     fn name(&self) -> &'static str {
         "BatchNorm1d"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

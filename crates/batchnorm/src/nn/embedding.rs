@@ -61,10 +61,6 @@ impl Module for Embedding {
     fn name(&self) -> &'static str {
         "Embedding"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

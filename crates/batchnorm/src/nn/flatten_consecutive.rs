@@ -46,10 +46,6 @@ impl Module for FlattenConsecutive {
     fn name(&self) -> &'static str {
         "FlattenConsecutive"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

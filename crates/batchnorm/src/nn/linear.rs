@@ -49,10 +49,6 @@ impl Module for Linear {
     fn name(&self) -> &'static str {
         "Linear"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub use tanh::Tanh;
 use autograd::{ForwardPass, ParamId, Var};
 
 /// What every layer provides: the lecture's `__call__`, `parameters()` and `training`.
-pub trait Module {
+pub trait Module: AsAny {
     /// The layer's forward pass (`layer(x)`); batch norm also updates its running statistics in training mode.
     fn forward<'g>(&mut self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g>;
 
@@ -48,9 +48,19 @@ pub trait Module {
 
     /// The class name the lecture prints, e.g. `Tanh`.
     fn name(&self) -> &'static str;
+}
 
-    /// The concrete layer, e.g. to fold a `BatchNorm1d` into the `Linear` before it.
+/// The concrete layer behind a `dyn Module`, e.g. to fold a `BatchNorm1d` into the `Linear`
+/// before it: every module has it, so no layer writes it out.
+pub trait AsAny {
+    /// `self` as `Any`, for `downcast_ref`.
     fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: Module + 'static> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 #[cfg(test)]

@@ -52,10 +52,6 @@ impl Module for Sequential {
     fn name(&self) -> &'static str {
         "Sequential"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]

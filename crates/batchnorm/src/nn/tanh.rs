@@ -17,10 +17,6 @@ impl Module for Tanh {
     fn name(&self) -> &'static str {
         "Tanh"
     }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
 }
 
 #[cfg(test)]
