@@ -5,15 +5,18 @@
 //!
 //! The tool use is `generate`'s: the tokens between `<|python_start|>` and `<|python_end|>` go to
 //! the [`crate::calculator`], and its answer is forced in as `<|output_start|>…<|output_end|>`
-//! ([`RowState`]). Not here yet, for the chat half of nanochat: the KV cache (each step here
-//! runs the whole sequence again, the same numbers rounded otherwise).
+//! ([`RowState`]). With [`Sampling::kv_cache`], the prompt is run once and its cache copied to
+//! every row ([`crate::kv_cache`]), as `generate` does; without it, each step runs the whole
+//! sequence again.
 //!
 //! Target (`tests/core_eval.rs`): from the CORE fixture's weights, the 8 unconditioned samples
-//! of 128 tokens at temperature 1 and the greedy samples of base_eval.py's prompts, token for
-//! token as nanochat's `Engine.generate_batch` gives them.
+//! of 128 tokens at temperature 1, the greedy samples of base_eval.py's prompts and samples with
+//! top-k, token for token as nanochat's `Engine.generate_batch` gives them, with the cache and
+//! without it.
 
 use crate::calculator::use_calculator;
 use crate::gpt::Gpt;
+use crate::kv_cache::KvCache;
 use crate::tokenizer::Tokenizer;
 use std::collections::VecDeque;
 use tensor::rng::TorchGenerator;
@@ -155,6 +158,8 @@ pub struct Sampling {
     pub top_k: Option<usize>,
     /// The generator's seed (`Engine.generate`'s default is 42).
     pub seed: u64,
+    /// Keep each layer's keys and values instead of running the whole sequence each step.
+    pub kv_cache: bool,
 }
 
 impl Sampling {
@@ -165,6 +170,7 @@ impl Sampling {
         temperature: 1.0,
         top_k: None,
         seed: 42,
+        kv_cache: true,
     };
 }
 
@@ -187,9 +193,18 @@ pub fn generate_batch(
     let assistant_end = tokenizer.encode_special("<|assistant_end|>")?;
     let bos = tokenizer.bos_token_id();
     let mut rng = TorchGenerator::manual_seed(sampling.seed);
-    // The prompt once, its last logits for every row (`expand(num_samples, -1)`).
-    let prompt_logits = last_logits(model, &[tokens.to_vec()])?; // (1, V)
-    let mut logits = prompt_logits.broadcast_to(&[n, model.config.vocab_size]); // (n, V)
+    let v = model.config.vocab_size;
+    // The prompt once, its last logits for every row (`expand(num_samples, -1)`), and with a
+    // cache, its keys and values copied to every row.
+    let (prompt_logits, mut cache) = if sampling.kv_cache {
+        let mut prefill = KvCache::new(model.config.n_layer);
+        let logits = model.forward_cached(tokens, 1, &mut prefill)?; // (1, T, V)
+        let last = logits.narrow(1, tokens.len() - 1, 1).reshape(&[1, v]); // (1, V)
+        (last, Some(prefill.replicate(n)))
+    } else {
+        (last_logits(model, &[tokens.to_vec()])?, None) // (1, V)
+    };
+    let mut logits = prompt_logits.broadcast_to(&[n, v]); // (n, V)
     let tools = ToolTokens::of(tokenizer)?;
     let mut states = vec![RowState::default(); n];
     let mut rows = vec![tokens.to_vec(); n];
@@ -211,7 +226,13 @@ pub fn generate_batch(
         if completed.iter().all(|&c| c) || step + 1 == sampling.max_tokens {
             break;
         }
-        logits = last_logits(model, &rows)?; // (n, V)
+        logits = match &mut cache {
+            Some(cache) => {
+                let column: Vec<u32> = rows.iter().map(|r| r[r.len() - 1]).collect(); // (n, 1)
+                model.forward_cached(&column, n, cache)?.reshape(&[n, v]) // (n, V)
+            }
+            None => last_logits(model, &rows)?, // (n, V)
+        };
     }
     Ok(results)
 }

@@ -20,11 +20,11 @@ use tensor::Tensor;
 /// `F.rms_norm`'s eps when none is given: `torch.finfo(torch.float32).eps`.
 const RMS_EPS: f32 = f32::EPSILON;
 /// `logits = 15 · tanh(logits / 15)`.
-const SOFTCAP: f32 = 15.0;
+pub(crate) const SOFTCAP: f32 = 15.0;
 /// The channels of `x` that the value-embedding gate reads.
 const VE_GATE_CHANNELS: usize = 12;
 /// The channels the smear gate reads.
-const SMEAR_CHANNELS: usize = 24;
+pub(crate) const SMEAR_CHANNELS: usize = 24;
 
 /// `GPTConfig`: the model's shape.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -239,7 +239,7 @@ pub fn norm<'g>(x: Var<'g>) -> Var<'g> {
 // ANCHOR_END: norm
 
 /// `F.linear(x, w)` with no bias, for `x` of shape (…, in) and `w` of (out, in).
-fn linear<'g>(pass: &ForwardPass<'g, '_>, x: Var<'g>, w: ParamId) -> Var<'g> {
+pub(crate) fn linear<'g>(pass: &ForwardPass<'g, '_>, x: Var<'g>, w: ParamId) -> Var<'g> {
     let shape = x.shape();
     let fan_in = *shape.last().expect("an input axis");
     let w = pass.param(w); // (out, in)
@@ -398,18 +398,20 @@ impl Gpt {
     // ANCHOR_END: init_weights
 
     // ANCHOR: attention
-    /// `CausalSelfAttention.forward` of layer `i` on `x` (B, T, C), already normed, with the
-    /// layer's value embedding `ve` (B, T, kv_dim) if it has one.
-    fn attention<'g>(
+    /// The queries, keys and values of layer `i` for `x` (B, T, C), already normed: projected,
+    /// the value embedding `ve` (B, T, kv_dim) gated in where the layer has one, rotated by
+    /// `cos_sin` (the rows of the positions), QK-normed. Returns (B, T, H, D) and twice
+    /// (B, T, KVH, D).
+    pub(crate) fn qkv<'g>(
         &self,
         pass: &ForwardPass<'g, '_>,
         i: usize,
         x: Var<'g>,
         ve: Option<Var<'g>>,
         cos_sin: (Var<'g>, Var<'g>),
-    ) -> Var<'g> {
+    ) -> (Var<'g>, Var<'g>, Var<'g>) {
         let block = &self.blocks[i];
-        let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let (b, t) = (x.shape()[0], x.shape()[1]);
         let (h, kvh, d) = (
             self.config.n_head,
             self.config.n_kv_head,
@@ -429,6 +431,22 @@ impl Gpt {
         let (q, k) = (apply_rotary_emb(q, cos, sin), apply_rotary_emb(k, cos, sin)); // (B, T, H|KVH, D)
         let q = norm(q).mul_scalar(1.2); // (B, T, H, D): QK norm, then sharper attention
         let k = norm(k).mul_scalar(1.2); // (B, T, KVH, D)
+        (q, k, v)
+    }
+
+    /// `CausalSelfAttention.forward` of layer `i` on `x` (B, T, C), already normed, with the
+    /// layer's value embedding `ve` (B, T, kv_dim) if it has one.
+    fn attention<'g>(
+        &self,
+        pass: &ForwardPass<'g, '_>,
+        i: usize,
+        x: Var<'g>,
+        ve: Option<Var<'g>>,
+        cos_sin: (Var<'g>, Var<'g>),
+    ) -> Var<'g> {
+        let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let (h, d) = (self.config.n_head, self.config.head_dim());
+        let (q, k, v) = self.qkv(pass, i, x, ve, cos_sin); // (B, T, H|KVH, D)
         let q = q.transpose(1, 2); // (B, H, T, D)
         let (k, v) = (
             repeat_kv(k.transpose(1, 2), h),
@@ -442,13 +460,13 @@ impl Gpt {
         };
         let y = q.attention(k, v, op); // (B, H, T, D)
         let y = y.transpose(1, 2).reshape(&[b, t, c]); // (B, T, C)
-        linear(pass, y, block.c_proj) // (B, T, C)
+        linear(pass, y, self.blocks[i].c_proj) // (B, T, C)
     }
     // ANCHOR_END: attention
 
     // ANCHOR: mlp
     /// `MLP.forward`: `c_fc`, ReLU², `c_proj`.
-    fn mlp<'g>(&self, pass: &ForwardPass<'g, '_>, i: usize, x: Var<'g>) -> Var<'g> {
+    pub(crate) fn mlp<'g>(&self, pass: &ForwardPass<'g, '_>, i: usize, x: Var<'g>) -> Var<'g> {
         let x = linear(pass, x, self.blocks[i].c_fc).relu(); // (B, T, 4C)
         let x = x.mul(x); // (B, T, 4C): .square()
         linear(pass, x, self.blocks[i].mlp_c_proj) // (B, T, C)
@@ -458,7 +476,7 @@ impl Gpt {
     // ANCHOR: smear
     /// The smear: the previous token's embedding, through a gate, into each position after the
     /// first, (B, T, C) to (B, T, C).
-    fn smear<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
+    pub(crate) fn smear<'g>(&self, pass: &ForwardPass<'g, '_>, x: Var<'g>) -> Var<'g> {
         let t = x.shape()[1];
         let rest = x.narrow(1, 1, t - 1); // (B, T-1, C)
         let gate = linear(pass, rest.narrow(2, 0, SMEAR_CHANNELS), self.smear_gate).sigmoid(); // (B, T-1, 1)
@@ -626,7 +644,7 @@ impl Gpt {
 
 /// `enable_gqa`: each key/value head serves `h / kvh` query heads in a row, (B, KVH, T, D) ->
 /// (B, H, T, D).
-fn repeat_kv<'g>(x: Var<'g>, h: usize) -> Var<'g> {
+pub(crate) fn repeat_kv<'g>(x: Var<'g>, h: usize) -> Var<'g> {
     let kvh = x.shape()[1];
     if kvh == h {
         return x;

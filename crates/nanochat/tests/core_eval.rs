@@ -165,22 +165,70 @@ fn samples_equal_nanochats_engine() {
     }
     // The unconditioned samples: 8 rows of 128 tokens at temperature 1, seed 42.
     let bos = [tokenizer.bos_token_id()];
-    let ours = generate_batch(&model, &tokenizer, &bos, Sampling::UNCONDITIONED).unwrap();
-    assert_eq!(ours, token_rows(&samples["unconditioned"]));
+    for kv_cache in [true, false] {
+        let sampling = Sampling {
+            kv_cache,
+            ..Sampling::UNCONDITIONED
+        };
+        let ours = generate_batch(&model, &tokenizer, &bos, sampling).unwrap();
+        assert_eq!(
+            ours,
+            token_rows(&samples["unconditioned"]),
+            "cache {kv_cache}"
+        );
+    }
     // Top-k at a lower temperature, another seed.
     let top_k = &samples["top_k"];
     let n = |key: &str| top_k[key].as_u64().unwrap() as usize;
-    let sampling = Sampling {
-        num_samples: n("num_samples"),
-        max_tokens: n("max_tokens"),
-        temperature: top_k["temperature"].as_f64().unwrap() as f32,
-        top_k: Some(n("top_k")),
-        seed: top_k["seed"].as_u64().unwrap(),
-    };
     let mut prompt = bos.to_vec();
     prompt.extend(tokenizer.encode(top_k["prompt"].as_str().unwrap()));
-    let ours = generate_batch(&model, &tokenizer, &prompt, sampling).unwrap();
-    assert_eq!(ours, token_rows(&top_k["tokens"]));
+    for kv_cache in [true, false] {
+        let sampling = Sampling {
+            num_samples: n("num_samples"),
+            max_tokens: n("max_tokens"),
+            temperature: top_k["temperature"].as_f64().unwrap() as f32,
+            top_k: Some(n("top_k")),
+            seed: top_k["seed"].as_u64().unwrap(),
+            kv_cache,
+        };
+        let ours = generate_batch(&model, &tokenizer, &prompt, sampling).unwrap();
+        assert_eq!(ours, token_rows(&top_k["tokens"]), "cache {kv_cache}");
+    }
+}
+
+#[test]
+fn the_cache_gives_the_logits_of_the_whole_sequence() {
+    use nanochat::kv_cache::KvCache;
+    let expected = expected();
+    let tokenizer = tokenizer();
+    let model = model(&expected["model"], tokenizer.vocab_size());
+    // 70 tokens: past the short windows (32) of the fixture's SL pattern.
+    let mut ids = vec![tokenizer.bos_token_id()];
+    let text = "First Citizen: Before we proceed any further, hear me speak. All: Speak, speak. ";
+    ids.extend(tokenizer.encode(&text.repeat(3)));
+    let t = ids.len();
+    assert!(t > 64, "{t}");
+    let v = model.config.vocab_size;
+    let graph = autograd::Graph::no_grad();
+    let pass = autograd::ForwardPass::eval(&graph, &model.params);
+    let whole = model.logits(&pass, &ids, 1).value().to_vec(); // (1, T, V)
+                                                               // A prefill of 20 tokens, then one token at a time.
+    let mut cache = KvCache::new(model.config.n_layer);
+    let mut cached = model
+        .forward_cached(&ids[..20], 1, &mut cache)
+        .unwrap()
+        .to_vec();
+    for &id in &ids[20..] {
+        cached.extend(model.forward_cached(&[id], 1, &mut cache).unwrap().to_vec());
+    }
+    assert_eq!(cached.len(), t * v);
+    let gap = whole
+        .iter()
+        .zip(&cached)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    eprintln!("cached and whole-sequence logits part by {gap:.1e} at most over {t} positions");
+    assert!(gap <= 1e-5, "{gap}");
 }
 
 /// A copy of the fixture bundle in a fresh folder, for damaging.
