@@ -58,7 +58,7 @@ pub struct BaseEvalArgs {
 }
 
 /// `find_largest_model`: the `dN` folder with the largest N, else the only folder.
-fn default_model_tag(checkpoints: &Path) -> Result<String, String> {
+pub(crate) fn default_model_tag(checkpoints: &Path) -> Result<String, String> {
     let entries =
         std::fs::read_dir(checkpoints).map_err(|e| format!("{}: {e}", checkpoints.display()))?;
     let tags: Vec<String> = entries

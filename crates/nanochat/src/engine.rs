@@ -174,21 +174,21 @@ impl Sampling {
     };
 }
 
-// ANCHOR: generate_batch
-/// `Engine.generate_batch(tokens, …)`: each row the prompt and what was sampled or forced after
-/// it, up to the first `<|assistant_end|>` or `<|bos|>` (not included). Every row draws at every
-/// step until all have ended, as `generate` steps them together, forced tokens or not.
-pub fn generate_batch(
+// ANCHOR: generate
+/// `Engine.generate(tokens, …)`: each step, one token per row (forced by the tool use, else
+/// sampled), handed to `emit` with whether each was sampled, until `max_tokens` or every row
+/// has reached `<|assistant_end|>` or `<|bos|>`, or `emit` returns false. Every row draws at
+/// every step, forced tokens or not, as nanochat's rows step together.
+pub fn generate(
     model: &Gpt,
     tokenizer: &Tokenizer,
     tokens: &[u32],
     sampling: Sampling,
-) -> Result<Vec<Vec<u32>>, String> {
+    emit: &mut dyn FnMut(&[u32], &[bool]) -> bool,
+) -> Result<(), String> {
     let n = sampling.num_samples;
     if tokens.is_empty() || n == 0 {
-        return Err(
-            "generate_batch needs a prompt of one token or more and one sample or more".into(),
-        );
+        return Err("generate needs a prompt of one token or more and one sample or more".into());
     }
     let assistant_end = tokenizer.encode_special("<|assistant_end|>")?;
     let bos = tokenizer.bos_token_id();
@@ -208,13 +208,47 @@ pub fn generate_batch(
     let tools = ToolTokens::of(tokenizer)?;
     let mut states = vec![RowState::default(); n];
     let mut rows = vec![tokens.to_vec(); n];
-    let mut results = rows.clone();
     let mut completed = vec![false; n];
     for step in 0..sampling.max_tokens {
+        if completed.iter().all(|&c| c) {
+            break;
+        }
         let sampled = sample_next_token(&logits, &mut rng, sampling.temperature, sampling.top_k);
+        let mut column = Vec::with_capacity(n);
+        let mut masks = Vec::with_capacity(n);
         for (i, &sampled) in sampled.iter().enumerate() {
-            let (token, _) = states[i].next(sampled, &tools, tokenizer)?;
+            let (token, was_sampled) = states[i].next(sampled, &tools, tokenizer)?;
             rows[i].push(token);
+            completed[i] |= token == assistant_end || token == bos;
+            column.push(token);
+            masks.push(was_sampled);
+        }
+        if !emit(&column, &masks) || step + 1 == sampling.max_tokens {
+            break;
+        }
+        logits = match &mut cache {
+            Some(cache) => model.forward_cached(&column, n, cache)?.reshape(&[n, v]), // (n, V)
+            None => last_logits(model, &rows)?,                                       // (n, V)
+        };
+    }
+    Ok(())
+}
+// ANCHOR_END: generate
+
+/// `Engine.generate_batch(tokens, …)`: each row the prompt and what was sampled or forced after
+/// it, up to the first `<|assistant_end|>` or `<|bos|>` (not included).
+pub fn generate_batch(
+    model: &Gpt,
+    tokenizer: &Tokenizer,
+    tokens: &[u32],
+    sampling: Sampling,
+) -> Result<Vec<Vec<u32>>, String> {
+    let assistant_end = tokenizer.encode_special("<|assistant_end|>")?;
+    let bos = tokenizer.bos_token_id();
+    let mut results = vec![tokens.to_vec(); sampling.num_samples];
+    let mut completed = vec![false; sampling.num_samples];
+    generate(model, tokenizer, tokens, sampling, &mut |column, _| {
+        for (i, &token) in column.iter().enumerate() {
             if !completed[i] {
                 if token == assistant_end || token == bos {
                     completed[i] = true;
@@ -223,17 +257,7 @@ pub fn generate_batch(
                 }
             }
         }
-        if completed.iter().all(|&c| c) || step + 1 == sampling.max_tokens {
-            break;
-        }
-        logits = match &mut cache {
-            Some(cache) => {
-                let column: Vec<u32> = rows.iter().map(|r| r[r.len() - 1]).collect(); // (n, 1)
-                model.forward_cached(&column, n, cache)?.reshape(&[n, v]) // (n, V)
-            }
-            None => last_logits(model, &rows)?, // (n, V)
-        };
-    }
+        !completed.iter().all(|&c| c) // generate_batch stops once every row has ended
+    })?;
     Ok(results)
 }
-// ANCHOR_END: generate_batch

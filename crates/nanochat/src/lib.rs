@@ -12,9 +12,11 @@
 //!   printed lines, checkpoints ([`checkpoint`]) that resume bit for bit, and the run's
 //!   `loss.csv` and `report.json` ([`base_train::run`]), on text files or nanochat's parquet
 //!   shards ([`shards`], downloaded by `data`: [`download`]).
-//! - `base-eval` (`scripts/base_eval.py`): greedy and sampled completions ([`engine`], without
-//!   a KV cache or the calculator yet), bits per byte and the CORE metric ([`core_eval`]) of a
+//! - `base-eval` (`scripts/base_eval.py`): greedy and sampled completions ([`engine`]), bits
+//!   per byte and the CORE metric ([`core_eval`]) of a
 //!   checkpoint ([`base_eval`]).
+//! - `chat` (`scripts/chat_cli.py`): a conversation in the terminal ([`chat_cli`]), through the
+//!   engine with its KV cache ([`kv_cache`]) and calculator ([`calculator`]).
 //!
 //! Targets (`crates/nanochat/tests`, fixtures made by nanochat's own code): on tiny Shakespeare
 //! and on a text beyond ASCII, at vocabularies of 512 and 4,096, the merge ranks equal to
@@ -29,6 +31,7 @@
 pub mod base_eval;
 pub mod base_train;
 pub mod calculator;
+pub mod chat_cli;
 pub mod checkpoint;
 pub mod core_eval;
 pub mod dataloader;

@@ -29,6 +29,8 @@ enum Command {
     BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
     /// scripts/base_eval.py: a base checkpoint's samples, bits per byte and CORE metric.
     BaseEval(nanochat::base_eval::BaseEvalArgs),
+    /// scripts/chat_cli.py: talk to a model in the terminal.
+    Chat(nanochat::chat_cli::ChatArgs),
     /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
     Data(DataArgs),
 }
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::TokEval(args) => tok::eval(args),
         Command::BaseTrain(args) => base_train(*args),
         Command::Data(args) => data(args),
+        Command::Chat(args) => chat(args),
         Command::BaseEval(args) => {
             nanochat::base_eval::base_eval(&args, &nanochat::base_dir(), &mut |line| {
                 println!("{line}")
@@ -84,6 +87,29 @@ fn base_train(args: nanochat::base_train::BaseTrainArgs) -> Result<(), String> {
         finished.dir.display()
     );
     Ok(())
+}
+
+fn chat(args: nanochat::chat_cli::ChatArgs) -> Result<(), String> {
+    use nanochat::chat_cli::{chat, load};
+    let base = nanochat::base_dir();
+    let model = load(&base, &args.source, args.model_tag.as_deref(), args.step)?;
+    let tokenizer = nanochat::Tokenizer::from_directory(&base.join("tokenizer"))?;
+    if model.config.vocab_size != tokenizer.vocab_size() {
+        return Err(format!(
+            "the model's vocabulary has {} tokens, the tokenizer in {} has {}",
+            model.config.vocab_size,
+            base.join("tokenizer").display(),
+            tokenizer.vocab_size()
+        ));
+    }
+    let stdin = std::io::stdin();
+    chat(
+        &args,
+        &model,
+        &tokenizer,
+        &mut stdin.lock(),
+        &mut std::io::stdout(),
+    )
 }
 
 fn data(args: DataArgs) -> Result<(), String> {
