@@ -13,8 +13,7 @@
 //!   `loss.csv` and `report.json` ([`base_train::run`]), on text files or nanochat's parquet
 //!   shards ([`shards`], downloaded by `data`: [`download`]).
 //! - `base-eval` (`scripts/base_eval.py`): greedy and sampled completions ([`engine`]), bits
-//!   per byte and the CORE metric ([`core_eval`]) of a
-//!   checkpoint ([`base_eval`]).
+//!   per byte and the CORE metric ([`core_eval`]) of a checkpoint ([`base_eval`]).
 //! - `chat` (`scripts/chat_cli.py`): a conversation in the terminal ([`chat_cli`]), through the
 //!   engine with its KV cache ([`kv_cache`]) and calculator ([`calculator`]).
 //!
@@ -26,7 +25,10 @@
 //! (two texts, depths 2 and 4, sliding windows on and off): every tensor's name, shape and initial
 //! bytes, the first loss within 1e-5, Muon's first update within 1e-5, bits per byte at step 0
 //! within 1e-4, and 50 steps of losses within 1e-4 (at depth 4, while nanochat on 1 and on 2
-//! threads agree with each other; see `tests/base_train.rs`).
+//! threads agree with each other; see `tests/base_train.rs`). On a small eval bundle in
+//! nanochat's format, every CORE example and the metric as `core_eval.py`'s; from the same
+//! weights, the engine's samples token for token nanochat's, with and without the KV cache; the
+//! calculator's answers `use_calculator`'s on 93 expressions but two it leaves out.
 
 pub mod base_eval;
 pub mod base_train;
