@@ -260,35 +260,27 @@ fn base_eval_reads_what_base_train_saved() {
         .next()
         .unwrap()
         .to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_nanochat"))
-        .args(["base-eval", "--model-tag=evald", "--eval=bpb,core"])
-        .args([
-            "--device-batch-size=2",
-            "--split-tokens=1024",
-            "--max-per-task=4",
-        ])
-        .arg(format!("--input={}", data.display()))
-        .env("NANOCHAT_BASE_DIR", &base)
-        .env("ZTH_RUNS", "")
-        .output()
-        .unwrap();
+    let base_eval = || {
+        Command::new(env!("CARGO_BIN_EXE_nanochat"))
+            .args(["base-eval", "--model-tag=evald", "--eval=bpb,core"])
+            .args([
+                "--device-batch-size=2",
+                "--split-tokens=1024",
+                "--max-per-task=4",
+            ])
+            .arg(format!("--input={}", data.display()))
+            .env("NANOCHAT_BASE_DIR", &base)
+            .env("ZTH_RUNS", "")
+            .output()
+            .unwrap()
+    };
+    let out = base_eval();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "core ran without its bundle");
     assert!(stderr.contains("eval_bundle.zip"), "{stderr}");
 
     place_eval_bundle(&base);
-    let out = Command::new(env!("CARGO_BIN_EXE_nanochat"))
-        .args(["base-eval", "--model-tag=evald", "--eval=bpb,core"])
-        .args([
-            "--device-batch-size=2",
-            "--split-tokens=1024",
-            "--max-per-task=4",
-        ])
-        .arg(format!("--input={}", data.display()))
-        .env("NANOCHAT_BASE_DIR", &base)
-        .env("ZTH_RUNS", "")
-        .output()
-        .unwrap();
+    let out = base_eval();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
