@@ -86,6 +86,20 @@ impl PyRandom {
         r
     }
 
+    /// `random.randint(a, b)`: `a + _randbelow(b − a + 1)`, both ends included.
+    pub fn randint(&mut self, a: i64, b: i64) -> i64 {
+        a + self.randbelow((b - a + 1) as u64) as i64
+    }
+
+    /// `random.choice(seq)`: `seq[_randbelow(len(seq))]`; `None` for an empty `seq` (CPython
+    /// raises `IndexError`).
+    pub fn choice<'a, T>(&mut self, seq: &'a [T]) -> Option<&'a T> {
+        if seq.is_empty() {
+            return None;
+        }
+        Some(&seq[self.randbelow(seq.len() as u64) as usize])
+    }
+
     /// `random.shuffle(x)`: Fisher-Yates from the back, as CPython writes it.
     pub fn shuffle<T>(&mut self, x: &mut [T]) {
         for i in (1..x.len()).rev() {
@@ -197,5 +211,18 @@ mod tests {
             Some(vec![25, 24, 12, 11, 14, 15, 8, 5])
         );
         assert_eq!(PyRandom::seed(1).sample(&range(3), 4), None);
+    }
+
+    // Printed by CPython 3.11.7: `r = random.Random(3); [r.randint(10, 999) for _ in range(5)],
+    // r.choice('abcdefg'), r.choice(['x', 'y', 'z'])`, as the SFT tasks draw.
+    #[test]
+    fn randint_and_choice_match_cpython() {
+        let mut rng = PyRandom::seed(3);
+        let ints: Vec<i64> = (0..5).map(|_| rng.randint(10, 999)).collect();
+        assert_eq!(ints, vec![253, 616, 567, 143, 388]);
+        let letters: Vec<char> = "abcdefg".chars().collect();
+        assert_eq!(rng.choice(&letters), Some(&'e'));
+        assert_eq!(rng.choice(&["x", "y", "z"]), Some(&"y"));
+        assert_eq!(rng.choice::<u8>(&[]), None);
     }
 }
