@@ -170,7 +170,14 @@ pub fn base_eval(
         for (name, source) in [("train", train), ("val", val)] {
             let mut loader =
                 BestFitLoader::new(&tokenizer, source, args.device_batch_size, t, None);
-            let bpb = evaluate_bpb(&model, &mut loader, steps, &token_bytes)?;
+            let mut next = || loader.next_batch().map(|(x, y, _)| (x, y));
+            let bpb = evaluate_bpb(
+                &model,
+                &mut next,
+                args.device_batch_size,
+                steps,
+                &token_bytes,
+            )?;
             print0(format!("{name} bpb: {bpb:.6}"));
         }
     }

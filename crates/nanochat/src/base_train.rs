@@ -552,5 +552,6 @@ pub fn validation_bpb<S: DocumentSource>(
         None,
     );
     let steps = args.eval_tokens / (args.device_batch_size * args.max_seq_len);
-    evaluate_bpb(model, &mut loader, steps, token_bytes)
+    let mut next = || loader.next_batch().map(|(x, y, _)| (x, y));
+    evaluate_bpb(model, &mut next, args.device_batch_size, steps, token_bytes)
 }

@@ -10,7 +10,7 @@
 
 use crate::dataloader::LoaderState;
 use crate::gpt::{Gpt, GptConfig};
-use crate::optim::{AdamState, MuonAdamW, MuonState};
+use crate::optim::{AdamState, Kind, MuonAdamW, MuonState};
 use gpt::checkpoint::{open, read_f32, serialize_with_digest, to_json, NamedTensor};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -132,6 +132,9 @@ pub fn save(dir: &Path, meta: &Meta, model: &Gpt, optimizer: &MuonAdamW) -> Resu
             ));
         }
     }
+    // Each group's settings as the last step left them (Muon's scheduled weight decay among
+    // them): `load_state_dict` brings them back, and chat_sft.py keeps them.
+    let group_kinds: Vec<&Kind> = optimizer.groups.iter().map(|g| &g.kind).collect();
     let model_bytes = serialize_with_digest(
         &weights,
         HashMap::from([
@@ -144,6 +147,7 @@ pub fn save(dir: &Path, meta: &Meta, model: &Gpt, optimizer: &MuonAdamW) -> Resu
         HashMap::from([
             ("format".to_string(), OPTIM_FORMAT.to_string()),
             ("adam_steps".to_string(), to_json(&adam_steps)?),
+            ("group_kinds".to_string(), to_json(&group_kinds)?),
         ]),
     )?;
     let meta_bytes = serde_json::to_vec_pretty(meta).map_err(|e| e.to_string())?;
@@ -206,7 +210,10 @@ pub fn load_model(dir: &Path, step: usize) -> Result<(Gpt, Meta), String> {
     Ok((model, meta))
 }
 
-/// Fills `optimizer`'s state from step `step`'s optimizer file; `model` names its parameters.
+/// Fills `optimizer`'s state from step `step`'s optimizer file, and its groups' settings
+/// (betas, momentum, weight decay) as `load_state_dict` does; `model` names its parameters.
+/// The learning rates stay as they are: base_train sets them each step, chat_sft.py restores
+/// its own.
 pub fn load_optimizer(
     dir: &Path,
     step: usize,
@@ -220,6 +227,20 @@ pub fn load_optimizer(
         file.check_format(OPTIM_FORMAT)?;
         file.check_digest()?;
         let adam_steps: HashMap<String, u64> = file.json("adam_steps")?;
+        let kinds: Vec<Kind> = file.json("group_kinds")?;
+        if kinds.len() != optimizer.groups.len() {
+            return Err(format!(
+                "{} parameter groups, the model's optimizer has {}",
+                kinds.len(),
+                optimizer.groups.len()
+            ));
+        }
+        for (group, kind) in optimizer.groups.iter_mut().zip(kinds) {
+            if std::mem::discriminant(&group.kind) != std::mem::discriminant(&kind) {
+                return Err("its parameter groups are of other kinds than the model's".into());
+            }
+            group.kind = kind;
+        }
         for (id, p) in model.params.iter() {
             let shape = p.value.shape();
             if let Some(&step) = adam_steps.get(&p.name) {

@@ -34,6 +34,7 @@ pub mod base_eval;
 pub mod base_train;
 pub mod calculator;
 pub mod chat_cli;
+pub mod chat_sft;
 pub mod checkpoint;
 pub mod core_eval;
 pub mod dataloader;
@@ -46,6 +47,7 @@ pub mod loss_eval;
 pub mod optim;
 pub mod pickle;
 pub mod shards;
+pub mod tasks;
 pub mod tokenizer;
 
 pub use tokenizer::{Conversation, Tokenizer, SPECIAL_TOKENS};

@@ -1,23 +1,26 @@
 //! nanochat's `loss_eval.py`: bits per byte, a loss that does not depend on the vocabulary.
 
-use crate::dataloader::{BestFitLoader, DocumentSource};
 use crate::gpt::Gpt;
+
+/// A batch of `B × T` inputs and targets, row-major, as the loaders hand them out.
+pub type Batch = (Vec<u32>, Vec<i32>);
 
 // ANCHOR: evaluate_bpb
 /// `evaluate_bpb`: over `steps` batches, the summed loss in nats of the targets that are text
 /// (special tokens have no bytes and are left out, as are targets of −1), divided by
 /// ln 2 × the bytes those targets stand for. The sum is kept in f32, as nanochat keeps it.
-pub fn evaluate_bpb<S: DocumentSource>(
+pub fn evaluate_bpb(
     model: &Gpt,
-    batches: &mut BestFitLoader<'_, S>,
+    next_batch: &mut dyn FnMut() -> Result<Batch, String>,
+    batch_size: usize,
     steps: usize,
     token_bytes: &[u32],
 ) -> Result<f64, String> {
     let mut total_nats = 0f32;
     let mut total_bytes = 0u64;
     for _ in 0..steps {
-        let (x, y, _) = batches.next_batch()?;
-        let losses = model.token_losses(&x, &y, batches.batch_size); // (B·T)
+        let (x, y) = next_batch()?;
+        let losses = model.token_losses(&x, &y, batch_size); // (B·T)
         let mut nats = 0f32;
         for (&loss, &target) in losses.iter().zip(&y) {
             let bytes = if target < 0 {

@@ -29,6 +29,8 @@ enum Command {
     BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
     /// scripts/base_eval.py: a base checkpoint's samples, bits per byte and CORE metric.
     BaseEval(nanochat::base_eval::BaseEvalArgs),
+    /// scripts/chat_sft.py: fine-tune a base checkpoint to chat, saving under chatsft_checkpoints/.
+    Sft(Box<nanochat::chat_sft::run::SftArgs>),
     /// scripts/chat_cli.py: talk to a model in the terminal.
     Chat(nanochat::chat_cli::ChatArgs),
     /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::BaseTrain(args) => base_train(*args),
         Command::Data(args) => data(args),
         Command::Chat(args) => chat(args),
+        Command::Sft(args) => sft(*args),
         Command::BaseEval(args) => {
             nanochat::base_eval::base_eval(&args, &nanochat::base_dir(), &mut |line| {
                 println!("{line}")
@@ -81,9 +84,29 @@ fn base_train(args: nanochat::base_train::BaseTrainArgs) -> Result<(), String> {
     let mut print0 = |line: String| println!("{line}");
     let finished =
         nanochat::base_train::run::base_train(&args, &nanochat::base_dir(), &mut print0)?;
-    nanochat::base_train::run::write_run_files(&finished, start.elapsed().as_secs_f64())?;
+    nanochat::base_train::run::write_run_files(
+        &finished,
+        start.elapsed().as_secs_f64(),
+        &nanochat::base_train::run::BASE_TRAIN,
+    )?;
     println!(
         "Checkpoints, loss.csv and report.json in {}",
+        finished.dir.display()
+    );
+    Ok(())
+}
+
+fn sft(args: nanochat::chat_sft::run::SftArgs) -> Result<(), String> {
+    use nanochat::chat_sft::run::{chat_sft, CHAT_SFT};
+    let start = std::time::Instant::now();
+    let finished = chat_sft(&args, &nanochat::base_dir(), &mut |line| println!("{line}"))?;
+    nanochat::base_train::run::write_run_files(
+        &finished,
+        start.elapsed().as_secs_f64(),
+        &CHAT_SFT,
+    )?;
+    println!(
+        "Checkpoint, loss.csv and report.json in {}",
         finished.dir.display()
     );
     Ok(())

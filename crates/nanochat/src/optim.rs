@@ -113,16 +113,21 @@ impl MuonAdamW {
     /// Every group's learning rate set to its `initial_lr × multiplier`; Muon's momentum and
     /// weight decay to the schedule's.
     pub fn schedule(&mut self, lr_multiplier: f64, muon_momentum: f64, muon_weight_decay: f64) {
+        self.schedule_lr_and_momentum(lr_multiplier, muon_momentum);
+        for group in &mut self.groups {
+            if let Kind::Muon { weight_decay, .. } = &mut group.kind {
+                *weight_decay = muon_weight_decay;
+            }
+        }
+    }
+
+    /// chat_sft.py's schedule: every group's learning rate and Muon's momentum; the weight
+    /// decay left as it is.
+    pub fn schedule_lr_and_momentum(&mut self, lr_multiplier: f64, muon_momentum: f64) {
         for group in &mut self.groups {
             group.lr = group.initial_lr * lr_multiplier;
-            if let Kind::Muon {
-                momentum,
-                weight_decay,
-                ..
-            } = &mut group.kind
-            {
+            if let Kind::Muon { momentum, .. } = &mut group.kind {
                 *momentum = muon_momentum;
-                *weight_decay = muon_weight_decay;
             }
         }
     }

@@ -474,9 +474,26 @@ pub fn base_train(
 }
 // ANCHOR_END: base_train
 
+/// Which script made a run, for its run files.
+pub struct Stage {
+    /// The runs page's name for it.
+    pub tool: &'static str,
+    /// The stage column of `loss.csv`.
+    pub stage: &'static str,
+    /// The script it reproduces.
+    pub source: &'static str,
+}
+
+/// base_train.py's runs.
+pub const BASE_TRAIN: Stage = Stage {
+    tool: "nanochat-base",
+    stage: "base-train",
+    source: "karpathy/nanochat@92d63d4 scripts/base_train.py",
+};
+
 /// `loss.csv`, the loss plot and `report.json` beside the checkpoints, copied to the runs page:
 /// each step's training loss (nats, its last forward pass) and each evaluation's bits per byte.
-pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), String> {
+pub fn write_run_files(finished: &Finished, wall_seconds: f64, kind: &Stage) -> Result<(), String> {
     let meta = &finished.meta;
     let mut rows: Vec<report::LossRow> = Vec::new();
     for &(step, loss) in &meta.losses {
@@ -484,7 +501,7 @@ pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), Str
             Some(row) if row.step == step => row.train = loss as f64,
             _ => rows.push(report::LossRow {
                 step,
-                stage: "base-train".into(),
+                stage: kind.stage.into(),
                 train: loss as f64,
                 val: None,
                 lr: None,
@@ -496,7 +513,7 @@ pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), Str
             Some(row) => row.val = Some(bpb),
             None => rows.push(report::LossRow {
                 step,
-                stage: "base-train".into(),
+                stage: kind.stage.into(),
                 train: f64::NAN,
                 val: Some(bpb),
                 lr: None,
@@ -508,7 +525,10 @@ pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), Str
     let dir = &finished.dir;
     report::tool_run::write_loss_files(
         dir,
-        "nanochat base-train: train loss (nats), val bits per byte",
+        &format!(
+            "nanochat {}: train loss (nats), val bits per byte",
+            kind.stage
+        ),
         &rows,
     )?;
     let mut final_losses = std::collections::BTreeMap::new();
@@ -527,22 +547,22 @@ pub fn write_run_files(finished: &Finished, wall_seconds: f64) -> Result<(), Str
         ));
     }
     report::tool_run::ToolReport {
-        tool: "nanochat-base".into(),
+        tool: kind.tool.into(),
         crate_name: "nanochat".into(),
         seed: 42,
         config: meta.user_config.clone(),
-        stage: "base-train".into(),
+        stage: kind.stage.into(),
         steps: meta.step,
         ms_per_step: None,
         final_losses,
-        source: "karpathy/nanochat@92d63d4 scripts/base_train.py".into(),
+        source: kind.source.into(),
         targets,
     }
     .write(dir, wall_seconds, true)?;
     let runs = report::tool_run::runs_folder(&data::workspace_root());
     report::tool_run::mirror_to_runs_page(
         runs,
-        "nanochat-base",
+        kind.tool,
         dir,
         &["report.json", "loss.csv", "loss.png", "loss.svg"],
     );
