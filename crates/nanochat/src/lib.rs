@@ -34,6 +34,7 @@ pub mod base_eval;
 pub mod base_train;
 pub mod calculator;
 pub mod chat_cli;
+pub mod chat_eval;
 pub mod chat_sft;
 pub mod checkpoint;
 pub mod core_eval;

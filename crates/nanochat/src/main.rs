@@ -31,6 +31,8 @@ enum Command {
     BaseEval(nanochat::base_eval::BaseEvalArgs),
     /// scripts/chat_sft.py: fine-tune a base checkpoint to chat, saving under chatsft_checkpoints/.
     Sft(Box<nanochat::chat_sft::run::SftArgs>),
+    /// scripts/chat_eval.py: accuracy on held-out arithmetic and spelling problems.
+    ChatEval(nanochat::chat_eval::ChatEvalArgs),
     /// scripts/chat_cli.py: talk to a model in the terminal.
     Chat(nanochat::chat_cli::ChatArgs),
     /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
@@ -64,6 +66,11 @@ fn main() -> ExitCode {
         Command::Data(args) => data(args),
         Command::Chat(args) => chat(args),
         Command::Sft(args) => sft(*args),
+        Command::ChatEval(args) => {
+            nanochat::chat_eval::chat_eval(&args, &nanochat::base_dir(), &mut |line| {
+                println!("{line}")
+            })
+        }
         Command::BaseEval(args) => {
             nanochat::base_eval::base_eval(&args, &nanochat::base_dir(), &mut |line| {
                 println!("{line}")

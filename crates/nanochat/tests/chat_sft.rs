@@ -258,3 +258,26 @@ fn twenty_steps_of_sft_are_chat_sft_pys() {
     }
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// The fix of #811/#817: a conversation longer than a row is rendered to the row's capacity, so
+/// it fits, is trained on, and leaves the buffer. At the pin (rendered to 2,048 tokens) it never
+/// fits: a dataset of such conversations gives rows of padding only, every target −1, a NaN loss.
+#[test]
+fn a_conversation_longer_than_a_row_is_cut_to_it_and_trained() {
+    let tokenizer = tokenizer();
+    let conversations =
+        nanochat::tasks::Conversations::read(&fixtures().join("chat_sft/conversations.jsonl"))
+            .unwrap();
+    let long = conversations.0[3].clone();
+    assert!(tokenizer.render_conversation(&long, 2048).unwrap().0.len() > 65);
+    let only_long = nanochat::tasks::Conversations(vec![long]);
+    let mut batches = SftBatches::new(&only_long, &tokenizer, 2, 64, true, -1).unwrap();
+    let (x, y) = batches.next_batch().unwrap();
+    let trained = y.iter().filter(|&&t| t >= 0).count();
+    assert!(trained > 40, "{trained} of {} targets trained", y.len());
+    assert_eq!(x[0], tokenizer.bos_token_id());
+    assert!(
+        batches.last_step,
+        "the one conversation is consumed: the epoch ends"
+    );
+}
