@@ -47,6 +47,7 @@ pub mod kv_cache;
 pub mod loss_eval;
 pub mod optim;
 pub mod pickle;
+pub mod serve;
 pub mod shards;
 pub mod tasks;
 pub mod tokenizer;

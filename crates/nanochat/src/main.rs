@@ -33,6 +33,8 @@ enum Command {
     Sft(Box<nanochat::chat_sft::run::SftArgs>),
     /// scripts/chat_eval.py: accuracy on held-out arithmetic and spelling problems.
     ChatEval(nanochat::chat_eval::ChatEvalArgs),
+    /// chat_web.py (before da32e1d): a chat page on localhost, answers streamed.
+    Serve(nanochat::serve::ServeArgs),
     /// scripts/chat_cli.py: talk to a model in the terminal.
     Chat(nanochat::chat_cli::ChatArgs),
     /// nanochat/dataset.py: download the pretraining shards (the first N and the val shard).
@@ -66,6 +68,7 @@ fn main() -> ExitCode {
         Command::Data(args) => data(args),
         Command::Chat(args) => chat(args),
         Command::Sft(args) => sft(*args),
+        Command::Serve(args) => serve(args),
         Command::ChatEval(args) => {
             nanochat::chat_eval::chat_eval(&args, &nanochat::base_dir(), &mut |line| {
                 println!("{line}")
@@ -117,6 +120,16 @@ fn sft(args: nanochat::chat_sft::run::SftArgs) -> Result<(), String> {
         finished.dir.display()
     );
     Ok(())
+}
+
+fn serve(args: nanochat::serve::ServeArgs) -> Result<(), String> {
+    let base = nanochat::base_dir();
+    let model =
+        nanochat::chat_cli::load(&base, &args.source, args.model_tag.as_deref(), args.step)?;
+    let tokenizer = nanochat::Tokenizer::from_directory(&base.join("tokenizer"))?;
+    nanochat::serve::serve(model, tokenizer, &args, &mut |address| {
+        println!("Server ready at http://{address}")
+    })
 }
 
 fn chat(args: nanochat::chat_cli::ChatArgs) -> Result<(), String> {
