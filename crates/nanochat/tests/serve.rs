@@ -274,75 +274,236 @@ fn chromium() -> Option<PathBuf> {
     }
 }
 
-/// Runs headless Chromium on `url` with `extra` flags and a fresh profile; its stdout.
-fn run_chromium(browser: &PathBuf, extra: &[String], url: &str) -> String {
-    let profile =
-        std::env::temp_dir().join(format!("nanochat-serve-chromium-{}", std::process::id()));
-    let mut child = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--no-first-run",
-            "--disable-dev-shm-usage",
-            "--virtual-time-budget=30000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child.wait().unwrap();
-    let _ = std::fs::remove_dir_all(&profile);
-    out
+/// Headless Chromium driven through the DevTools protocol over a pipe
+/// (`--remote-debugging-pipe`: commands on its fd 3, replies on its fd 4, each a JSON message
+/// ended by a NUL), so the test can wait until the page says the answer is done.
+struct Browser {
+    child: std::process::Child,
+    commands: std::fs::File,
+    replies: std::io::BufReader<std::fs::File>,
+    next_id: u64,
+    profile: PathBuf,
+}
+
+impl Browser {
+    fn launch(browser: &PathBuf) -> Browser {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::process::CommandExt;
+        let pipe = || {
+            let mut fds = [0i32; 2];
+            // SAFETY: fds has room for the two descriptors pipe2 writes.
+            assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            (fds[0], fds[1])
+        };
+        let (to_chromium_read, to_chromium_write) = pipe();
+        let (from_chromium_read, from_chromium_write) = pipe();
+        let profile =
+            std::env::temp_dir().join(format!("nanochat-serve-chromium-{}", std::process::id()));
+        let mut command = Command::new(browser);
+        command
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--no-first-run",
+                "--disable-dev-shm-usage",
+                "--remote-debugging-pipe",
+                "--window-size=900,600",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: only dup2 between fork and exec; the duplicates are not close-on-exec.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::dup2(to_chromium_read, 3) < 0 || libc::dup2(from_chromium_write, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().unwrap();
+        // SAFETY: each descriptor is ours, closed or owned exactly once.
+        unsafe {
+            libc::close(to_chromium_read);
+            libc::close(from_chromium_write);
+            Browser {
+                child,
+                commands: std::fs::File::from_raw_fd(to_chromium_write),
+                replies: std::io::BufReader::new(std::fs::File::from_raw_fd(from_chromium_read)),
+                next_id: 0,
+                profile,
+            }
+        }
+    }
+
+    /// Sends `method` with `params` (to `session`, if given) and returns its result.
+    fn call(
+        &mut self,
+        session: Option<&str>,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        use std::io::BufRead;
+        self.next_id += 1;
+        let mut message =
+            serde_json::json!({"id": self.next_id, "method": method, "params": params});
+        if let Some(s) = session {
+            message["sessionId"] = s.into();
+        }
+        self.commands
+            .write_all(message.to_string().as_bytes())
+            .unwrap();
+        self.commands.write_all(&[0]).unwrap();
+        loop {
+            let mut reply = Vec::new();
+            self.replies.read_until(0, &mut reply).unwrap();
+            assert!(!reply.is_empty(), "Chromium closed its pipe");
+            reply.pop();
+            let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap();
+            if reply["id"] == self.next_id {
+                assert!(reply["error"].is_null(), "{method}: {}", reply["error"]);
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    /// Opens `url` in a new page; the page's session.
+    fn open(&mut self, url: &str) -> String {
+        let target = self.call(None, "Target.createTarget", serde_json::json!({"url": url}));
+        let attached = self.call(
+            None,
+            "Target.attachToTarget",
+            serde_json::json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        attached["sessionId"].as_str().unwrap().to_string()
+    }
+
+    /// The value of `expression` in the page.
+    fn evaluate(&mut self, session: &str, expression: &str) -> serde_json::Value {
+        let result = self.call(
+            Some(session),
+            "Runtime.evaluate",
+            serde_json::json!({"expression": expression, "returnByValue": true}),
+        );
+        assert!(
+            result["exceptionDetails"].is_null(),
+            "{expression}: {}",
+            result["exceptionDetails"]
+        );
+        result["result"]["value"].clone()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
 }
 
 #[test]
 fn in_chromium_the_page_streams_an_answer_and_shows_the_calculator() {
     let Some(browser) = chromium() else { return };
     let address = server();
-    let query: String = QUESTION
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect();
-    let url = format!("http://{address}/?temperature=0&q={query}");
-    let dom = run_chromium(&browser, &["--dump-dom".to_string()], &url);
-    assert!(
-        dom.contains("data-state=\"done\""),
-        "the answer never finished:\n{dom}"
-    );
-    assert!(
-        dom.contains(&format!("<div class=\"message user\">{QUESTION}</div>")),
-        "{dom}"
-    );
-    assert!(
-        dom.contains("<span class=\"tool-call\">14*12</span>"),
-        "no calculator call shown:\n{dom}"
-    );
-    assert!(
-        dom.contains("<span class=\"tool-output\">168</span>"),
-        "no calculator result shown:\n{dom}"
-    );
-    assert!(dom.contains("#### 168</div>"), "{dom}");
-    assert!(!dom.contains("class=\"message error\""), "{dom}");
-    if let Some(path) = std::env::var_os("NANOCHAT_SERVE_SCREENSHOT") {
-        let shot = format!("--screenshot={}", PathBuf::from(path).display());
-        run_chromium(&browser, &[shot, "--window-size=900,600".into()], &url);
+    let mut chromium = Browser::launch(&browser);
+    let session = chromium.open(&format!("http://{address}/?temperature=0"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // A new page starts at about:blank, already complete: wait for ours.
+    let loaded = "location.protocol === 'http:' && document.readyState === 'complete'";
+    while chromium.evaluate(&session, loaded) != true {
+        assert!(Instant::now() < deadline, "the page did not load");
+        std::thread::sleep(Duration::from_millis(50));
     }
+    // Count the page's updates (each streamed piece is appended on its own), then type the
+    // question and press Enter, as a person would.
+    let observe = "window.updates = 0; window.pieces = 0; \
+        new MutationObserver(m => { window.updates += 1; window.pieces += m.length; }) \
+            .observe(document.getElementById('messages'), {childList: true, subtree: true, characterData: true}); true";
+    assert_eq!(chromium.evaluate(&session, observe), true);
+    let typed = format!(
+        "document.getElementById('input').value = {}; \
+         document.getElementById('input').dispatchEvent(new KeyboardEvent('keydown', {{key: 'Enter', bubbles: true}})); \
+         document.body.dataset.state",
+        serde_json::Value::from(QUESTION)
+    );
+    assert_eq!(chromium.evaluate(&session, &typed), "streaming");
+    // The answer streams in: seen part-way, then done.
+    let mut partial_lengths = Vec::new();
+    while chromium.evaluate(&session, "document.body.dataset.state") != "done" {
+        assert!(Instant::now() < deadline, "the answer never finished");
+        let shown = chromium.evaluate(
+            &session,
+            "document.querySelector('.message.assistant').textContent",
+        );
+        partial_lengths.push(shown.as_str().map_or(0, str::len));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut text = |expression: &str| {
+        chromium
+            .evaluate(&session, expression)
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let user = text("document.querySelector('.message.user').textContent");
+    let call = text("document.querySelector('.message.assistant .tool-call').textContent");
+    let output = text("document.querySelector('.message.assistant .tool-output').textContent");
+    let answer = text("document.querySelector('.message.assistant').textContent");
+    let errors = chromium.evaluate(
+        &session,
+        "document.querySelectorAll('.message.error').length",
+    );
+    assert_eq!(user, QUESTION);
+    assert_eq!(call, "14*12", "the calculator call shown");
+    assert_eq!(output, "168", "the calculator's result shown");
+    assert!(answer.ends_with("#### 168"), "{answer}");
+    assert_eq!(errors, 0);
+    let updates = chromium
+        .evaluate(&session, "window.updates")
+        .as_u64()
+        .unwrap();
+    let pieces = chromium
+        .evaluate(&session, "window.pieces")
+        .as_u64()
+        .unwrap();
+    assert!(
+        updates >= 2 && pieces >= 10,
+        "{updates} updates, {pieces} pieces: not streamed"
+    );
+    println!(
+        "the answer as shown: {answer:?}; {pieces} pieces in {updates} updates; its length as polled: {partial_lengths:?}"
+    );
+    if let Some(path) = std::env::var_os("NANOCHAT_SERVE_SCREENSHOT") {
+        let shot = chromium.call(
+            Some(&session),
+            "Page.captureScreenshot",
+            serde_json::json!({}),
+        );
+        let png = base64_decode(shot["data"].as_str().unwrap());
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+/// Standard base64, as the DevTools protocol sends screenshots.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
+    let mut out = Vec::new();
+    for chunk in bytes.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &c)| n | (value(c) as u32) << (18 - 6 * i));
+        out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
+    }
+    out
 }
