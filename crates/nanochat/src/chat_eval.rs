@@ -1,6 +1,7 @@
 //! nanochat's `scripts/chat_eval.py`, for the tasks this build generates: each held-out problem
 //! rendered for completion, answered by the engine (greedy, with the calculator), and scored by
-//! the integer the answer ends with (`#### n` in GSM8K's form).
+//! the integer the answer ends with (`#### n` in GSM8K's form), or for SimpleSpelling by the
+//! answer's text.
 
 use crate::engine::{generate_batch, Sampling};
 use crate::gpt::Gpt;
@@ -22,12 +23,20 @@ pub fn final_integer(text: &str) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
-/// The reference answer of a conversation: the integer its last assistant message ends with.
-fn reference(conversation: &Conversation) -> Option<i64> {
-    let last = conversation.messages.last()?;
-    match &last.content {
-        Content::Text(text) => final_integer(text),
-        Content::Parts(parts) => final_integer(&parts.last()?.text),
+/// Whether `completion` answers `conversation` as its last assistant message does: the same
+/// final integer where that message ends with one (GSM8K's `#### n`), else the same text
+/// (SimpleSpelling's `word:w,o,r,d`).
+fn is_correct(conversation: &Conversation, completion: &str) -> bool {
+    let Some(last) = conversation.messages.last() else {
+        return false;
+    };
+    let reference = match &last.content {
+        Content::Text(text) => text.clone(),
+        Content::Parts(parts) => parts.iter().map(|p| p.text.as_str()).collect(),
+    };
+    match final_integer(&reference) {
+        Some(n) => final_integer(completion) == Some(n),
+        None => completion.trim() == reference.trim(),
     }
 }
 
@@ -38,7 +47,7 @@ pub struct Outcome {
     pub question: String,
     /// The answer as generated, tool calls and their outputs included.
     pub completion: String,
-    /// Whether its final integer is the reference's.
+    /// Whether its final integer (or, for spelling, its text) is the reference's.
     pub correct: bool,
     /// Whether it called the calculator.
     pub called_tool: bool,
@@ -47,7 +56,7 @@ pub struct Outcome {
 // ANCHOR: run_generative_eval
 /// `run_generative_eval` with one greedy sample per problem: the first `max_problems` of `task`,
 /// each answered in at most `max_tokens` tokens; an answer counts when the integer before
-/// `<|assistant_end|>` is the reference's.
+/// `<|assistant_end|>` is the reference's (or, where the reference has none, its text).
 pub fn run_generative_eval(
     model: &Gpt,
     tokenizer: &Tokenizer,
@@ -77,8 +86,7 @@ pub fn run_generative_eval(
         };
         outcomes.push(Outcome {
             question,
-            correct: reference(&conversation).is_some()
-                && final_integer(&completion) == reference(&conversation),
+            correct: is_correct(&conversation, &completion),
             called_tool: answer.contains(&python_start),
             completion,
         });
@@ -101,12 +109,12 @@ pub struct ChatEvalArgs {
     /// Which model: sft, rl or base.
     #[arg(short = 'i', long, default_value = "sft")]
     pub source: String,
-    /// Tasks, separated by |: arithmetic, spelling-bee.
+    /// Tasks, separated by |: arithmetic, spelling-bee, simple-spelling.
     #[arg(
         short = 'a',
         long = "task-name",
         alias = "task_name",
-        default_value = "arithmetic|spelling-bee"
+        default_value = "arithmetic|spelling-bee|simple-spelling"
     )]
     pub task_name: String,
     /// Held-out problems per task (from the test seeds).
@@ -142,26 +150,27 @@ pub fn chat_eval(
     base: &std::path::Path,
     print0: &mut dyn FnMut(String),
 ) -> Result<(), String> {
-    use crate::tasks::{read_words, Arithmetic, SpellingBee, Split};
+    use crate::tasks::{read_words, Arithmetic, SimpleSpelling, SpellingBee, Split};
     let model = crate::chat_cli::load(base, &args.source, args.model_tag.as_deref(), args.step)?;
     let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
     for name in args.task_name.split('|') {
         let task: Box<dyn Task> = match name {
             "arithmetic" => Box::new(Arithmetic::new(args.max_problems, Split::Test)),
-            "spelling-bee" => {
+            "spelling-bee" | "simple-spelling" => {
                 let path = match &args.words {
                     Some(p) => p.clone(),
                     None => data::path("names.txt").map_err(|e| e.to_string())?,
                 };
-                Box::new(SpellingBee::new(
-                    read_words(&path)?,
-                    args.max_problems,
-                    Split::Test,
-                ))
+                let words = read_words(&path)?;
+                if name == "spelling-bee" {
+                    Box::new(SpellingBee::new(words, args.max_problems, Split::Test))
+                } else {
+                    Box::new(SimpleSpelling::new(words, args.max_problems, Split::Test))
+                }
             }
             other => {
                 return Err(format!(
-                    "-a {other}: the tasks are arithmetic and spelling-bee"
+                    "-a {other}: the tasks are arithmetic, spelling-bee and simple-spelling"
                 ))
             }
         };
