@@ -281,3 +281,32 @@ fn a_conversation_longer_than_a_row_is_cut_to_it_and_trained() {
         "the one conversation is consumed: the epoch ends"
     );
 }
+
+/// A conversations file or word list that is not one is refused, naming the file, the line and
+/// what is wrong.
+#[test]
+fn bad_sft_data_is_refused_by_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("nanochat-sft-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\nnot json\n", "line 2", "not a conversation"),
+        ("{\"messages\": [{\"role\": \"assistant\", \"content\": \"hi\"}]}\n", "line 1", "\"user\" was expected"),
+        ("{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"x\"}]}]}\n", "line 1", "must be a string"),
+        ("{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"assistant\", \"content\": [{\"type\": \"shell\", \"text\": \"ls\"}]}]}\n", "line 1", "unknown part type"),
+        ("\n\n", "", "no conversations"),
+    ];
+    for (i, (text, line, what)) in cases.iter().enumerate() {
+        let path = dir.join(format!("bad{i}.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        let e = nanochat::tasks::Conversations::read(&path).err().unwrap();
+        assert!(
+            e.contains(&path.display().to_string()) && e.contains(line) && e.contains(what),
+            "{e}"
+        );
+    }
+    let words = dir.join("words.txt");
+    std::fs::write(&words, "anna\n\nemma\n").unwrap();
+    let e = nanochat::tasks::read_words(&words).err().unwrap();
+    assert!(e.contains("line 2") && e.contains("empty word"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
