@@ -491,16 +491,16 @@ impl<'t, S: DocumentSource> BaseTrain<'t, S> {
         let mut losses = Vec::with_capacity(self.grad_accum_steps);
         for _ in 0..self.grad_accum_steps {
             let (x, y, _) = &self.next;
-            let graph = Graph::new();
-            let pass = ForwardPass::eval(&graph, &self.model.params);
-            let loss = self.model.loss(&pass, x, y, self.loader.batch_size); // ()
-            let value = loss.item();
-            if !value.is_finite() {
-                return Err(format!("the loss is {value} at step {}", self.step));
-            }
-            losses.push(value);
-            loss.div_scalar(self.grad_accum_steps as f32)
-                .backward_into(&mut self.model.params);
+            let scale = self.grad_accum_steps;
+            let loss = forward_backward(
+                &mut self.model,
+                x,
+                y,
+                self.loader.batch_size,
+                scale,
+                self.step,
+            )?;
+            losses.push(loss);
             self.next = self.loader.next_batch()?;
             self.batches_drawn += 1;
         }
@@ -511,15 +511,49 @@ impl<'t, S: DocumentSource> BaseTrain<'t, S> {
             s.weight_decay(self.step),
         );
         self.optimizer.schedule(lrm, momentum, wd);
-        self.optimizer.step(&mut self.model.params);
-        self.model.params.zero_grad();
-        if let Some(p) = self.model.params.first_not_finite() {
-            return Err(format!("{} is not finite after step {}", p.name, self.step));
-        }
+        optimizer_step(&mut self.model, &mut self.optimizer, self.step)?;
         self.step += 1;
         Ok(losses)
     }
     // ANCHOR_END: train_step
+}
+
+/// One forward and backward pass: the loss of inputs `x` and targets `y` (`b` rows), whose
+/// gradient, divided by `grad_accum_steps`, is added to the parameters'. A loss that is not
+/// finite stops the run, naming the step.
+pub fn forward_backward(
+    model: &mut Gpt,
+    x: &[u32],
+    y: &[i32],
+    b: usize,
+    grad_accum_steps: usize,
+    step: usize,
+) -> Result<f32, String> {
+    let graph = Graph::new();
+    let pass = ForwardPass::eval(&graph, &model.params);
+    let loss = model.loss(&pass, x, y, b); // ()
+    let value = loss.item();
+    if !value.is_finite() {
+        return Err(format!("the loss is {value} at step {step}"));
+    }
+    loss.div_scalar(grad_accum_steps as f32)
+        .backward_into(&mut model.params);
+    Ok(value)
+}
+
+/// `optimizer.step()` then `model.zero_grad()`; a parameter that is no longer finite stops the
+/// run, naming itself and the step.
+pub fn optimizer_step(
+    model: &mut Gpt,
+    optimizer: &mut MuonAdamW,
+    step: usize,
+) -> Result<(), String> {
+    optimizer.step(&mut model.params);
+    model.params.zero_grad();
+    match model.params.first_not_finite() {
+        Some(p) => Err(format!("{} is not finite after step {step}", p.name)),
+        None => Ok(()),
+    }
 }
 
 /// The model base_train builds: `--depth` and the shape flags, initialised from seed 42.

@@ -19,11 +19,11 @@
 
 pub mod run;
 
+use crate::base_train::{forward_backward, optimizer_step};
 use crate::gpt::Gpt;
 use crate::optim::MuonAdamW;
 use crate::tasks::Task;
 use crate::tokenizer::Tokenizer;
-use autograd::{ForwardPass, Graph};
 
 /// Conversations held back for the best fit (`buffer_size`).
 pub const BUFFER_SIZE: usize = 100;
@@ -248,27 +248,22 @@ impl<'a> Sft<'a> {
         let mut losses = Vec::with_capacity(self.grad_accum_steps);
         for _ in 0..self.grad_accum_steps {
             let (x, y) = &self.next;
-            let graph = Graph::new();
-            let pass = ForwardPass::eval(&graph, &self.model.params);
-            let loss = self.model.loss(&pass, x, y, self.batches.batch_size); // ()
-            let value = loss.item();
-            if !value.is_finite() {
-                return Err(format!("the loss is {value} at step {}", self.step));
-            }
-            losses.push(value);
-            loss.div_scalar(self.grad_accum_steps as f32)
-                .backward_into(&mut self.model.params);
+            let (b, scale) = (self.batches.batch_size, self.grad_accum_steps);
+            losses.push(forward_backward(
+                &mut self.model,
+                x,
+                y,
+                b,
+                scale,
+                self.step,
+            )?);
             self.next = self.batches.next_batch()?;
             self.progress = self.progress.max(self.batches.approx_progress);
         }
         let lrm = self.schedule.lr_multiplier(self.progress);
         let momentum = SftSchedule::muon_momentum(self.step);
         self.optimizer.schedule_lr_and_momentum(lrm, momentum);
-        self.optimizer.step(&mut self.model.params);
-        self.model.params.zero_grad();
-        if let Some(p) = self.model.params.first_not_finite() {
-            return Err(format!("{} is not finite after step {}", p.name, self.step));
-        }
+        optimizer_step(&mut self.model, &mut self.optimizer, self.step)?;
         self.step += 1;
         Ok((losses, lrm))
     }
