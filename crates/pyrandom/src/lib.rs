@@ -15,6 +15,7 @@
 
 mod mt19937;
 pub mod numpy;
+pub mod pcg64;
 
 pub use mt19937::Mt19937;
 
