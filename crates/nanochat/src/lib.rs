@@ -52,6 +52,7 @@ pub mod documents;
 pub mod download;
 pub mod engine;
 pub mod gpt;
+pub mod hub;
 pub mod kv_cache;
 pub mod loss_eval;
 pub mod optim;

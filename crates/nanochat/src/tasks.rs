@@ -505,3 +505,111 @@ impl Task for TaskMixture {
         self.tasks[task].example(local)
     }
 }
+
+/// `render_mc`: a multiple-choice question, each choice followed by `=` and its letter with no
+/// space (small models bind " A" and "A" differently), then the instruction to answer with the
+/// letter.
+pub fn render_mc(question: &str, letters: &[&str], choices: &[String]) -> String {
+    let mut query = format!("Multiple Choice question: {question}\n");
+    for (letter, choice) in letters.iter().zip(choices) {
+        query.push_str(&format!("- {choice}={letter}\n"));
+    }
+    query.push_str("\nRespond only with the letter of the correct answer.");
+    query
+}
+
+/// A task over the first `stop` rows of a Hub dataset (nanochat's `Task(stop=…)`), each row
+/// turned into a conversation by `convert`, which was checked on every row when loaded.
+#[derive(Clone)]
+pub struct HubTask {
+    dataset: std::sync::Arc<crate::hub::HubDataset>,
+    len: usize,
+    convert: fn(&serde_json::Value) -> Result<Conversation, String>,
+}
+
+impl HubTask {
+    /// The task, each of its rows checked to convert.
+    pub fn new(
+        dataset: std::sync::Arc<crate::hub::HubDataset>,
+        stop: Option<usize>,
+        convert: fn(&serde_json::Value) -> Result<Conversation, String>,
+        name: &str,
+    ) -> Result<HubTask, String> {
+        let len = stop.map_or(dataset.len(), |s| s.min(dataset.len()));
+        for i in 0..len {
+            convert(dataset.row(i)).map_err(|e| format!("{name} row {i}: {e}"))?;
+        }
+        Ok(HubTask {
+            dataset,
+            len,
+            convert,
+        })
+    }
+}
+
+impl Task for HubTask {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn example(&self, index: usize) -> Conversation {
+        (self.convert)(self.dataset.row(index)).expect("checked when loaded")
+    }
+}
+
+fn text_field<'a>(row: &'a serde_json::Value, key: &str) -> Result<&'a str, String> {
+    row[key]
+        .as_str()
+        .ok_or_else(|| format!("no text column {key:?}"))
+}
+
+/// SmolTalk's row: its `messages` (an optional system message, then user and assistant in
+/// turn, two or more, every content a string).
+pub fn smoltalk_conversation(row: &serde_json::Value) -> Result<Conversation, String> {
+    let conversation: Conversation =
+        serde_json::from_value(serde_json::json!({"messages": row["messages"]}))
+            .map_err(|e| format!("its messages are not a conversation ({e})"))?;
+    check(&conversation)?;
+    let rest = conversation
+        .messages
+        .iter()
+        .skip_while(|m| m.role == "system")
+        .count();
+    if rest < 2
+        || conversation
+            .messages
+            .iter()
+            .any(|m| matches!(m.content, Content::Parts(_)))
+    {
+        return Err("SmolTalk messages must be two or more strings".into());
+    }
+    Ok(conversation)
+}
+
+/// MMLU's row: the question rendered with its four choices, answered with a letter.
+pub fn mmlu_conversation(row: &serde_json::Value) -> Result<Conversation, String> {
+    const LETTERS: [&str; 4] = ["A", "B", "C", "D"];
+    let question = text_field(row, "question")?;
+    let choices: Vec<String> = serde_json::from_value(row["choices"].clone())
+        .map_err(|e| format!("choices are not a list of strings ({e})"))?;
+    if choices.len() != 4 {
+        return Err(format!("MMLU should have 4 choices, not {}", choices.len()));
+    }
+    let answer = row["answer"]
+        .as_u64()
+        .filter(|&a| a < 4)
+        .ok_or("answer is not 0 to 3")?;
+    Ok(Conversation {
+        messages: vec![
+            user(render_mc(question, &LETTERS, &choices)),
+            assistant(Content::Text(LETTERS[answer as usize].into())),
+        ],
+    })
+}
+
+/// GSM8K's row: its question, and its answer with the `<<…>>` calculator marks as parts.
+pub fn gsm8k_row_conversation(row: &serde_json::Value) -> Result<Conversation, String> {
+    Ok(gsm8k_conversation(
+        text_field(row, "question")?,
+        text_field(row, "answer")?,
+    ))
+}

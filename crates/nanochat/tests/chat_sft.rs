@@ -125,7 +125,7 @@ fn the_generated_tasks_are_nanochats_conversation_for_conversation() {
         }
     }
     // TaskMixture's order over the four tasks (the conversations file first).
-    let (train, _) = mixtures(&args).unwrap();
+    let (train, _) = mixtures(&args, Path::new("unused"), &mut |_| {}).unwrap();
     let order: Vec<(usize, usize)> =
         serde_json::from_value(expected["mixture_order"].clone()).unwrap();
     assert_eq!(&train.index_map()[..order.len()], &order[..]);
@@ -162,7 +162,7 @@ fn twenty_steps_of_sft_are_chat_sft_pys() {
 
     // The first batch, packed from the same mixture.
     let tokenizer = tokenizer();
-    let (train, _): (TaskMixture, TaskMixture) = mixtures(&args).unwrap();
+    let (train, _): (TaskMixture, TaskMixture) = mixtures(&args, &base, &mut |_| {}).unwrap();
     let mut batches = SftBatches::new(&train, &tokenizer, 2, 256, true, 20).unwrap();
     let (x, y) = batches.next_batch().unwrap();
     let want_x: Vec<Vec<u32>> = serde_json::from_value(expected["inputs"].clone()).unwrap();

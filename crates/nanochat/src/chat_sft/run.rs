@@ -100,12 +100,21 @@ pub struct SftArgs {
         allow_negative_numbers = true
     )]
     pub chatcore_every: i64,
-    /// Epochs of MMLU in nanochat's mixture (not downloaded by this build).
+    /// Epochs of MMLU in nanochat's mixture (with --hub).
     #[arg(long = "mmlu-epochs", alias = "mmlu_epochs", default_value_t = 3)]
     pub mmlu_epochs: usize,
-    /// Epochs of GSM8K in nanochat's mixture (not downloaded by this build).
+    /// Epochs of GSM8K in nanochat's mixture (with --hub).
     #[arg(long = "gsm8k-epochs", alias = "gsm8k_epochs", default_value_t = 4)]
     pub gsm8k_epochs: usize,
+    /// Add nanochat's own mixture from the Hugging Face Hub (SmolTalk, MMLU × --mmlu-epochs,
+    /// GSM8K × --gsm8k-epochs), downloaded once into task_data/ (not a chat_sft.py flag: there
+    /// they are always in; on a CPU one epoch of them takes days).
+    #[arg(long)]
+    pub hub: bool,
+    /// Where the Hub is: a mirror's address in place of https://huggingface.co (default:
+    /// $HF_ENDPOINT, else the Hub).
+    #[arg(long = "hub-endpoint", alias = "hub_endpoint")]
+    pub hub_endpoint: Option<String>,
     /// JSON-lines files of conversations in nanochat's format, `{"messages": [...]}` per line
     /// (not a chat_sft.py flag); each is one task of the mixture.
     #[arg(long)]
@@ -129,15 +138,106 @@ pub struct SftArgs {
     pub arithmetic: usize,
 }
 
-/// The train and validation mixtures: the conversation files, SimpleSpelling, SpellingBee and
-/// the arithmetic problems, in that order; validation takes a fifth of each generated task from
-/// its test seeds.
-pub fn mixtures(args: &SftArgs) -> Result<(TaskMixture, TaskMixture), String> {
+/// Tasks of a mixture, in order.
+pub type Tasks = Vec<Box<dyn Task>>;
+
+/// nanochat's own mixture from the Hub: SmolTalk, MMLU's auxiliary_train `--mmlu-epochs`
+/// times and GSM8K's train `--gsm8k-epochs` times; for validation SmolTalk's test, MMLU's
+/// test to 5,200 and GSM8K's test to 420, each shuffled by seed 42.
+pub fn hub_tasks(
+    args: &SftArgs,
+    base: &Path,
+    say: &mut dyn FnMut(String),
+) -> Result<(Tasks, Tasks), String> {
+    use crate::hub::{default_endpoint, load_hub_dataset_from};
+    use crate::tasks::{gsm8k_row_conversation, mmlu_conversation, smoltalk_conversation, HubTask};
+    use std::sync::Arc;
+    let endpoint = args.hub_endpoint.clone().unwrap_or_else(default_endpoint);
+    let mut load = |repo: &str, subset: &str, split: &str, stop, convert, name: &str| {
+        let rows = load_hub_dataset_from(&endpoint, base, repo, subset, split, say)?.shuffle(42);
+        HubTask::new(Arc::new(rows), stop, convert, name)
+    };
+    let smoltalk = load(
+        "HuggingFaceTB/smol-smoltalk",
+        "default",
+        "train",
+        None,
+        smoltalk_conversation,
+        "SmolTalk",
+    )?;
+    let mmlu = load(
+        "cais/mmlu",
+        "all",
+        "auxiliary_train",
+        None,
+        mmlu_conversation,
+        "MMLU",
+    )?;
+    let gsm8k = load(
+        "openai/gsm8k",
+        "main",
+        "train",
+        None,
+        gsm8k_row_conversation,
+        "GSM8K",
+    )?;
+    let mut train: Vec<Box<dyn Task>> = vec![Box::new(smoltalk)];
+    train.extend((0..args.mmlu_epochs).map(|_| Box::new(mmlu.clone()) as Box<dyn Task>));
+    train.extend((0..args.gsm8k_epochs).map(|_| Box::new(gsm8k.clone()) as Box<dyn Task>));
+    let val: Vec<Box<dyn Task>> = vec![
+        Box::new(load(
+            "HuggingFaceTB/smol-smoltalk",
+            "default",
+            "test",
+            None,
+            smoltalk_conversation,
+            "SmolTalk",
+        )?),
+        Box::new(load(
+            "cais/mmlu",
+            "all",
+            "test",
+            Some(5200),
+            mmlu_conversation,
+            "MMLU",
+        )?),
+        Box::new(load(
+            "openai/gsm8k",
+            "main",
+            "test",
+            Some(420),
+            gsm8k_row_conversation,
+            "GSM8K",
+        )?),
+    ];
+    Ok((train, val))
+}
+
+/// The train and validation mixtures: with `--hub`, nanochat's own tasks first (where they can
+/// be had; where not, that is said and the run goes on), then the conversation files,
+/// SimpleSpelling, SpellingBee and the arithmetic problems; validation takes a fifth of each
+/// generated task from its test seeds.
+pub fn mixtures(
+    args: &SftArgs,
+    base: &Path,
+    say: &mut dyn FnMut(String),
+) -> Result<(TaskMixture, TaskMixture), String> {
     let mut train: Vec<Box<dyn Task>> = Vec::new();
+    let mut val: Vec<Box<dyn Task>> = Vec::new();
+    if args.hub {
+        match hub_tasks(args, base, say) {
+            Ok((hub_train, hub_val)) => {
+                train.extend(hub_train);
+                val.extend(hub_val);
+            }
+            Err(e) => say(format!(
+                "SmolTalk, MMLU and GSM8K are not available ({e}): training on the local tasks"
+            )),
+        }
+    }
     for path in &args.conversations {
         train.push(Box::new(Conversations::read(path)?));
     }
-    let mut val: Vec<Box<dyn Task>> = Vec::new();
     if args.simple_spelling > 0 || args.spelling_bee > 0 {
         let path = match &args.words {
             Some(p) => p.clone(),
@@ -332,21 +432,22 @@ pub fn chat_sft(
         group.initial_lr = group.lr;
     }
 
-    let (train, val) = mixtures(args)?;
-    print0(
-        "SmolTalk, MMLU and GSM8K are not downloaded by this build: training on the mixture below"
-            .into(),
-    );
+    let (train, val) = mixtures(args, base, print0)?;
     print0(format!(
-        "Training mixture: {} rows (conversations x{}, spelling {} + {}, arithmetic {})",
+        "Training mixture: {} rows ({}conversations x{}, spelling {} + {}, arithmetic {})",
         commas(train.len()),
+        if args.hub {
+            format!("MMLU x{}, GSM8K x{}, ", args.mmlu_epochs, args.gsm8k_epochs)
+        } else {
+            String::new()
+        },
         args.conversations.len(),
         args.simple_spelling,
         args.spelling_bee,
         args.arithmetic
     ));
     if args.chatcore_every > 0 {
-        print0("ChatCORE skipped: its tasks (ARC, MMLU, GSM8K, HumanEval) are not downloaded by this build".into());
+        print0("ChatCORE skipped: this build does not run ARC, MMLU, GSM8K and HumanEval's evaluations".into());
     }
     let schedule = SftSchedule {
         warmup_ratio: args.warmup_ratio,
