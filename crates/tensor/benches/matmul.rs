@@ -1,8 +1,9 @@
 //! Matrix-product speed at the course's shapes, reported as GFLOP/s (criterion's
 //! "elem/s" with one element per floating-point operation, 2·M·K·N per product).
 //!
-//! Two backends: `gemm/…` is `Tensor::matmul` (the gemm crate), `mm/…` is
-//! ndarray's `general_mat_mul` (matrixmultiply), kept for comparison.
+//! Three backends: `gemm/…` is `Tensor::matmul` (the gemm crate), `mm/…` is
+//! ndarray's `general_mat_mul` (matrixmultiply), kept for comparison, and `bf16/…` is
+//! [`tensor::bf16::matmul_bf16`] (bfloat16 operands, float32 sums; packing included).
 //! Run `cargo bench -p tensor --bench matmul` once with
 //! `ZTH_THREADS=1 MATMUL_NUM_THREADS=1` and once with both set to 2, and compare
 //! with `benches/matmul_torch.py`.
@@ -41,6 +42,10 @@ fn products(c: &mut Criterion) {
         group.throughput(Throughput::Elements(2 * (m * k * n) as u64));
         group.bench_function(format!("gemm/{m}x{k}x{n}"), |bench| {
             bench.iter(|| black_box(a.matmul(black_box(&b))))
+        });
+        let (av, bv) = (a.to_vec(), b.to_vec());
+        group.bench_function(format!("bf16/{m}x{k}x{n}"), |bench| {
+            bench.iter(|| black_box(tensor::bf16::matmul_bf16(&av, black_box(&bv), m, k, n)))
         });
         let a2 = a.view().into_dimensionality::<Ix2>().unwrap();
         let b2 = b.view().into_dimensionality::<Ix2>().unwrap();

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod attention;
+pub mod bf16;
 mod broadcast;
 mod creation;
 mod elementwise;

@@ -1,0 +1,100 @@
+//! bfloat16 products against a float64 reference of the bfloat16-rounded operands, and the
+//! `avx512_bf16` kernel against the portable path, bit for bit.
+
+use tensor::bf16::{from_bf16, kernel, matmul_bf16, matmul_bf16_portable, round_bf16, to_bf16};
+
+/// Deterministic values in [-scale, scale).
+fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) as f32 * scale
+        })
+        .collect()
+}
+
+#[test]
+fn rounding_is_to_nearest_even_as_pytorchs_bfloat16() {
+    assert_eq!(to_bf16(1.0), 0x3f80);
+    assert_eq!(to_bf16(-2.0), 0xc000);
+    // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even 1.
+    assert_eq!(round_bf16(1.0 + 2f32.powi(-8)), 1.0);
+    // 1 + 3·2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: to the even 1 + 2^-6.
+    assert_eq!(round_bf16(1.0 + 3.0 * 2f32.powi(-8)), 1.0 + 2f32.powi(-6));
+    assert_eq!(
+        round_bf16(1.0 + 2f32.powi(-8) + 2f32.powi(-20)),
+        1.0 + 2f32.powi(-7)
+    );
+    assert!(from_bf16(to_bf16(f32::NAN)).is_nan());
+    assert_eq!(round_bf16(f32::INFINITY), f32::INFINITY);
+    assert_eq!(round_bf16(f32::MAX), f32::INFINITY); // rounds past the largest bfloat16
+    assert_eq!(round_bf16(1e-40), 0.0); // denormal: read as zero, as vdpbf16ps reads it
+}
+
+/// |C − C₆₄| ≤ (k + 1) · 2⁻²⁴ · Σ|a·b| for each output: k rounded float32 additions of exact
+/// products, against the float64 sum of the same bfloat16-rounded operands.
+fn check_against_f64(m: usize, k: usize, n: usize, seed: u64) {
+    let (a, b) = (values(m * k, seed, 3.0), values(k * n, seed + 1, 3.0));
+    let c = matmul_bf16_portable(&a, &b, m, k, n);
+    let mut worst: f64 = 0.0;
+    for i in 0..m {
+        for j in 0..n {
+            let (mut exact, mut magnitude) = (0f64, 0f64);
+            for p in 0..k {
+                let term = round_bf16(a[i * k + p]) as f64 * round_bf16(b[p * n + j]) as f64;
+                exact += term;
+                magnitude += term.abs();
+            }
+            let bound = (k + 1) as f64 * 2f64.powi(-24) * magnitude;
+            let error = (c[i * n + j] as f64 - exact).abs();
+            assert!(
+                error <= bound,
+                "({i}, {j}): {} against {exact}, bound {bound}",
+                c[i * n + j]
+            );
+            worst = worst.max(error / bound.max(f64::MIN_POSITIVE));
+        }
+    }
+    println!("{m}×{k}×{n}: worst error {worst:.3} of the bound");
+}
+
+#[test]
+fn the_portable_product_is_within_the_float32_sum_bound() {
+    check_against_f64(7, 33, 45, 1);
+    check_against_f64(64, 256, 96, 2);
+    check_against_f64(3, 1, 5, 3);
+}
+
+#[test]
+fn the_avx512_bf16_kernel_equals_the_portable_path_bit_for_bit() {
+    println!("kernel: {}", kernel());
+    // Odd k, n not a multiple of 32, m not a multiple of 8; a large one; tiny values whose
+    // products and sums are denormal (flushed by both).
+    let cases = [
+        (1, 1, 1, 3.0),
+        (9, 17, 33, 3.0),
+        (130, 257, 70, 3.0),
+        (256, 768, 256, 1.0),
+        (5, 40, 40, 1e-19),
+    ];
+    for (seed, &(m, k, n, scale)) in cases.iter().enumerate() {
+        let (a, b) = (
+            values(m * k, seed as u64, scale),
+            values(k * n, seed as u64 + 7, scale),
+        );
+        let fast = matmul_bf16(&a, &b, m, k, n);
+        let plain = matmul_bf16_portable(&a, &b, m, k, n);
+        let same = fast
+            .iter()
+            .zip(&plain)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(
+            same,
+            "{m}×{k}×{n} (scale {scale}): the {} path differs from the portable one",
+            kernel()
+        );
+    }
+}
