@@ -84,7 +84,9 @@ for i in range(args.warmup + args.steps):
     x = torch.stack([data[j:j + T] for j in ix])
     y = torch.stack([data[j + 1:j + T + 1] for j in ix])
     t0 = time.perf_counter()
-    loss = model(x, y)
+    # ZTH_DTYPE=bfloat16: the forward under torch.autocast("cpu", dtype=torch.bfloat16).
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=os.environ.get("ZTH_DTYPE") == "bfloat16"):
+        loss = model(x, y)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()

@@ -3,7 +3,8 @@ model of crates/gpt2/tests/fixtures/make_fixtures.py, GPT-2 init, float32,
 CPU), one training step each: forward, backward, clip_grad_norm_(1.0) and
 AdamW with configure_optimizers' groups, betas (0.9, 0.95). The 124M model
 (vocab 50,304) at B=4, T=64, and the cpu stage's model at B=16, T=64.
-Medians of several steps after a warm-up, and the peak RSS."""
+Medians of several steps after a warm-up, and the peak RSS. ZTH_DTYPE=bfloat16 runs the
+forward under torch.autocast("cpu", dtype=torch.bfloat16), as build-nanogpt's train_gpt2.py does."""
 
 import os
 import resource
@@ -14,6 +15,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"))
 from make_fixtures import GPT  # noqa: E402
+
+
+BFLOAT16 = os.environ.get("ZTH_DTYPE", "float32") == "bfloat16"
 
 
 class Gpt2:
@@ -39,7 +43,9 @@ def step_ms(cfg, B, T, runs):
     for _ in range(runs + 1):
         t0 = time.perf_counter()
         optimizer.zero_grad()
-        _, loss = model(x, y)
+        # ZTH_DTYPE=bfloat16: build-nanogpt's autocast on a CPU.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=BFLOAT16):
+            _, loss = model(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -58,7 +64,7 @@ def main():
     # As many threads as ours: ZTH_THREADS, else rayon's default (every core
     # this process may use); torch picks 1 here.
     torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {'bfloat16 autocast' if BFLOAT16 else 'float32'}")
     ms = step_ms(Cpu, 16, 64, 9)
     print(f"torch cpu-stage step B=16 T=64 (7.2M): {ms:.1f} ms, {16 * 64 / ms * 1e3:.0f} tok/s")
     for B, T in ((4, 64), (1, 1024)):

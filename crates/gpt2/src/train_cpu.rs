@@ -37,6 +37,11 @@ pub struct TrainArgs {
     /// Steps (the video's stages: 50; cpu: the recipe's 500).
     #[arg(long)]
     steps: Option<usize>,
+    /// The products' arithmetic: float32 (the lecture's, and every target's), or bfloat16
+    /// (operands rounded, float32 sums: build-nanogpt's autocast on a CPU, with float32
+    /// results).
+    #[arg(long, default_value = "float32")]
+    dtype: tensor::bf16::Precision,
     #[command(flatten)]
     cpu: CpuArgs,
 }
@@ -45,6 +50,7 @@ pub struct TrainArgs {
 /// last loss is not PyTorch's.
 pub fn run(args: TrainArgs) -> Result<ExitCode, String> {
     use gpt2::train::TrainStage;
+    tensor::bf16::set_precision(args.dtype);
     let stage = match args.stage {
         StageArg::Cpu => return train(args.cpu, args.steps),
         StageArg::OverfitBatch => TrainStage::OverfitBatch,

@@ -209,6 +209,13 @@ fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [MaybeUninit<f32>],
         b.dim(),
         c.len()
     );
+    if crate::bf16::precision() == crate::bf16::Precision::Bfloat16 {
+        let product = crate::bf16::matmul_bf16_views(a, b);
+        for (slot, value) in c.iter_mut().zip(product) {
+            slot.write(value);
+        }
+        return;
+    }
     let pieces = if threads > 1 && m * k * n >= SPLIT_FROM {
         threads
     } else {

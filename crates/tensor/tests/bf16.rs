@@ -98,3 +98,37 @@ fn the_avx512_bf16_kernel_equals_the_portable_path_bit_for_bit() {
         );
     }
 }
+
+/// Under `Precision::Bfloat16`, `Tensor::matmul` (2-D, with a transposed operand, and batched)
+/// gives `matmul_bf16` of its operands, bit for bit; back under float32, sgemm again.
+#[test]
+fn the_precision_switch_sends_every_product_through_bfloat16() {
+    use tensor::bf16::{precision, set_precision, Precision};
+    use tensor::Tensor;
+    let (m, k, n) = (37, 70, 45);
+    let a = Tensor::from_vec(values(m * k, 11, 2.0), &[m, k]);
+    let bt = Tensor::from_vec(values(n * k, 12, 2.0), &[n, k]);
+    let b = bt.transpose(0, 1); // (k, n), read in place
+    let b_dense = b.contiguous().to_vec();
+    let float32 = a.matmul(&b).to_vec();
+    set_precision(Precision::Bfloat16);
+    assert_eq!(precision(), Precision::Bfloat16);
+    let bf16 = a.matmul(&b).to_vec();
+    let batched = Tensor::from_vec([a.to_vec(), a.to_vec()].concat(), &[2, m, k])
+        .matmul(&b)
+        .to_vec();
+    set_precision(Precision::Float32);
+    let want = matmul_bf16(&a.to_vec(), &b_dense, m, k, n);
+    assert!(bf16
+        .iter()
+        .zip(&want)
+        .all(|(x, y)| x.to_bits() == y.to_bits()));
+    assert!(batched[..m * n]
+        .iter()
+        .chain(&batched[m * n..])
+        .zip(want.iter().cycle())
+        .all(|(x, y)| x.to_bits() == y.to_bits()));
+    assert_ne!(bf16, float32, "bfloat16 operands change the product");
+    assert_eq!(a.matmul(&b).to_vec(), float32, "float32 again");
+    assert!("float16".parse::<Precision>().is_err());
+}

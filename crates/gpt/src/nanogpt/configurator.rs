@@ -110,11 +110,27 @@ pub struct TrainPyArgs {
     /// `torch.manual_seed`; nanoGPT hard-codes 1337 (+ the DDP rank).
     #[arg(long, default_value_t = 1337)]
     pub seed: u64,
+    /// The products' arithmetic: float32, or bfloat16 operands with float32 sums (as
+    /// `torch.autocast("cpu", dtype=torch.bfloat16)`, but with float32 results). nanoGPT's
+    /// train.py runs a CPU in float32 whatever its `dtype` says; here bfloat16 is asked for.
+    #[arg(long, default_value = "float32")]
+    #[serde(default = "float32")]
+    pub dtype: String,
+}
+
+fn float32() -> String {
+    "float32".into()
 }
 
 impl TrainPyArgs {
+    /// `--dtype` as the precision of every matrix product.
+    pub fn precision(&self) -> Result<tensor::bf16::Precision, String> {
+        self.dtype.parse()
+    }
+
     /// The shared flags' errors, each naming its flag.
     pub fn check(&self) -> Result<(), String> {
+        self.precision()?;
         check_positive(&[
             ("--eval-interval", self.eval_interval),
             ("--log-interval", self.log_interval),
