@@ -17,9 +17,9 @@ use clap::Args;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-/// chat_cli.py's flags.
+/// Which checkpoint to load: the `-i -g -s` of chat_cli.py, chat_eval.py and chat_web.py.
 #[derive(Args, Clone, Debug)]
-pub struct ChatArgs {
+pub struct ModelChoice {
     /// Which model: sft, rl (or base, which nanochat's loader also takes).
     #[arg(short = 'i', long, default_value = "sft")]
     pub source: String,
@@ -29,6 +29,21 @@ pub struct ChatArgs {
     /// The step to load (default: the last).
     #[arg(short = 's', long)]
     pub step: Option<usize>,
+}
+
+impl ModelChoice {
+    /// The model this names, under `base`.
+    pub fn load(&self, base: &Path) -> Result<Gpt, String> {
+        load(base, &self.source, self.model_tag.as_deref(), self.step)
+    }
+}
+
+/// chat_cli.py's flags.
+#[derive(Args, Clone, Debug)]
+pub struct ChatArgs {
+    /// The checkpoint.
+    #[command(flatten)]
+    pub model: ModelChoice,
     /// Ask this one question, print the answer and exit.
     #[arg(short = 'p', long, default_value = "")]
     pub prompt: String,

@@ -106,9 +106,9 @@ pub fn accuracy(outcomes: &[Outcome]) -> f64 {
 /// chat_eval.py's flags, for this build's tasks.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChatEvalArgs {
-    /// Which model: sft, rl or base.
-    #[arg(short = 'i', long, default_value = "sft")]
-    pub source: String,
+    /// The checkpoint.
+    #[command(flatten)]
+    pub model: crate::chat_cli::ModelChoice,
     /// Tasks, separated by |: arithmetic, spelling-bee, simple-spelling.
     #[arg(
         short = 'a',
@@ -133,12 +133,6 @@ pub struct ChatEvalArgs {
         default_value_t = 512
     )]
     pub max_new_tokens: usize,
-    /// The checkpoint folder (default: the deepest dN there).
-    #[arg(short = 'g', long = "model-tag", alias = "model_tag")]
-    pub model_tag: Option<String>,
-    /// The step to load (default: the last).
-    #[arg(short = 's', long)]
-    pub step: Option<usize>,
     /// The spelling task's word list (default: names.txt).
     #[arg(long)]
     pub words: Option<std::path::PathBuf>,
@@ -151,7 +145,7 @@ pub fn chat_eval(
     print0: &mut dyn FnMut(String),
 ) -> Result<(), String> {
     use crate::tasks::{read_words, Arithmetic, SimpleSpelling, SpellingBee, Split};
-    let model = crate::chat_cli::load(base, &args.source, args.model_tag.as_deref(), args.step)?;
+    let model = args.model.load(base)?;
     let tokenizer = Tokenizer::from_directory(&base.join("tokenizer"))?;
     for name in args.task_name.split('|') {
         let task: Box<dyn Task> = match name {

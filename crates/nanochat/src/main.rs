@@ -124,8 +124,7 @@ fn sft(args: nanochat::chat_sft::run::SftArgs) -> Result<(), String> {
 
 fn serve(args: nanochat::serve::ServeArgs) -> Result<(), String> {
     let base = nanochat::base_dir();
-    let model =
-        nanochat::chat_cli::load(&base, &args.source, args.model_tag.as_deref(), args.step)?;
+    let model = args.model.load(&base)?;
     let tokenizer = nanochat::Tokenizer::from_directory(&base.join("tokenizer"))?;
     nanochat::serve::serve(model, tokenizer, &args, &mut |address| {
         println!("Server ready at http://{address}")
@@ -133,9 +132,9 @@ fn serve(args: nanochat::serve::ServeArgs) -> Result<(), String> {
 }
 
 fn chat(args: nanochat::chat_cli::ChatArgs) -> Result<(), String> {
-    use nanochat::chat_cli::{chat, load};
+    use nanochat::chat_cli::chat;
     let base = nanochat::base_dir();
-    let model = load(&base, &args.source, args.model_tag.as_deref(), args.step)?;
+    let model = args.model.load(&base)?;
     let tokenizer = nanochat::Tokenizer::from_directory(&base.join("tokenizer"))?;
     if model.config.vocab_size != tokenizer.vocab_size() {
         return Err(format!(

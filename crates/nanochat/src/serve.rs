@@ -49,9 +49,9 @@ pub mod limits {
 /// `nanochat serve`'s flags (chat_web.py's, and the bounds of this server).
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeArgs {
-    /// Which model: sft, rl or base.
-    #[arg(short = 'i', long, default_value = "sft")]
-    pub source: String,
+    /// The checkpoint.
+    #[command(flatten)]
+    pub model: crate::chat_cli::ModelChoice,
     /// The default temperature.
     #[arg(short = 't', long, default_value_t = 0.8)]
     pub temperature: f32,
@@ -66,12 +66,6 @@ pub struct ServeArgs {
         default_value_t = 512
     )]
     pub max_tokens: usize,
-    /// The checkpoint folder (default: the deepest dN there).
-    #[arg(short = 'g', long = "model-tag", alias = "model_tag")]
-    pub model_tag: Option<String>,
-    /// The step to load (default: the last).
-    #[arg(short = 's', long)]
-    pub step: Option<usize>,
     /// The port.
     #[arg(short = 'p', long, default_value_t = 8000)]
     pub port: u16,

@@ -66,7 +66,7 @@ fn args(flags: &[&str]) -> ChatArgs {
 /// The chat's output for `typed` lines.
 fn session(base: &Path, flags: &[&str], typed: &str) -> String {
     let args = args(flags);
-    let model = load(base, &args.source, args.model_tag.as_deref(), args.step).unwrap();
+    let model = args.model.load(base).unwrap();
     let mut out = Vec::new();
     chat(
         &args,

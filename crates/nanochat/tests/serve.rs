@@ -18,12 +18,14 @@ const QUESTION: &str = "Ava buys 14 bags with 12 apples in each bag. How many ap
 
 fn args() -> ServeArgs {
     ServeArgs {
-        source: "sft".into(),
+        model: nanochat::chat_cli::ModelChoice {
+            source: "sft".into(),
+            model_tag: None,
+            step: None,
+        },
         temperature: 0.0,
         top_k: 50,
         max_tokens: 64,
-        model_tag: None,
-        step: None,
         port: 0,
         host: "127.0.0.1".into(),
         max_concurrent: 2,
