@@ -31,17 +31,21 @@ const PACK_ROWS: usize = 64;
 
 /// `x` rounded to bfloat16 (to nearest, ties to even), as its 16 bits; NaN stays NaN. A value
 /// below bfloat16's smallest normal comes back as zero of its sign, as `vdpbf16ps` reads it.
+/// (Written without branches, so that the packers' loops over it vectorize.)
 pub fn to_bf16(x: f32) -> u16 {
-    if x.is_nan() {
-        return ((x.to_bits() >> 16) as u16) | 0x0040; // quiet
-    }
     let bits = x.to_bits();
-    let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1));
-    let h = (rounded >> 16) as u16;
-    if h & 0x7f80 == 0 {
-        h & 0x8000 // a denormal: zero, as the kernel reads it
+    let rounded = (bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
+    // A denormal: zero, as the kernel reads it.
+    let flushed = if rounded & 0x7f80 == 0 {
+        rounded & 0x8000
     } else {
-        h
+        rounded
+    };
+    let quiet_nan = ((bits >> 16) as u16) | 0x0040;
+    if x.is_nan() {
+        quiet_nan
+    } else {
+        flushed
     }
 }
 
@@ -57,11 +61,17 @@ pub fn round_bf16(x: f32) -> f32 {
 
 /// Zero of `x`'s sign where `x` is denormal, as `vdpbf16ps` flushes its results.
 fn flush(x: f32) -> f32 {
-    if x.is_subnormal() {
-        0.0f32.copysign(x)
+    let bits = x.to_bits();
+    f32::from_bits(if bits & 0x7f80_0000 == 0 {
+        bits & 0x8000_0000
     } else {
-        x
-    }
+        bits
+    })
+}
+
+/// Two elements as one packed word: the even one in the low half.
+fn pair(even: f32, odd: f32) -> u32 {
+    to_bf16(even) as u32 | (to_bf16(odd) as u32) << 16
 }
 
 /// Which path [`matmul_bf16`] takes on this machine: "avx512_bf16" or "portable".
@@ -84,46 +94,114 @@ fn has_avx512_bf16() -> bool {
     }
 }
 
+/// A product this small (multiply-adds) runs on the calling thread: waking the workers costs
+/// more than they save (attention's products, a small model's layers).
+const THREAD_FROM: usize = 1 << 20;
+
+/// `run(0..pieces)`, on the workers when the product is large enough to pay for them.
+fn pieces(count: usize, threaded: bool, run: impl Fn(usize) + Sync) {
+    if threaded {
+        for_each_piece(count, run);
+    } else {
+        (0..count).for_each(run);
+    }
+}
+
 /// A (`m × k`) packed as bfloat16 pairs along k: `[m][k/2]` words, the even element in the low
-/// half.
-fn pack_a(a: impl Fn(usize, usize) -> f32 + Sync, m: usize, k: usize) -> Vec<u32> {
+/// half. Rows in memory (`stride 1` along k) and columns in memory (a transposed operand, such
+/// as `dY^T` in a weight's gradient) are each read in their own order; any other view
+/// element by element.
+fn pack_a(a: &ArrayView2<f32>, threaded: bool) -> Vec<u32> {
+    let (m, k) = a.dim();
     let kp = k.div_ceil(2);
     let mut packed = vec![0u32; m * kp];
     let out = SharedMut(packed.as_mut_ptr());
-    let word = |i: usize, p: usize| {
-        let even = to_bf16(a(i, 2 * p)) as u32;
-        let odd = if 2 * p + 1 < k {
-            to_bf16(a(i, 2 * p + 1)) as u32
-        } else {
-            0
-        };
-        // SAFETY: each piece writes only its own rows of `packed`, of length m·kp.
-        unsafe { *out.ptr().add(i * kp + p) = even | odd << 16 };
-    };
-    for_each_piece(m.div_ceil(PACK_ROWS), |piece| {
+    let (rs, cs) = (a.strides()[0], a.strides()[1]);
+    pieces(m.div_ceil(PACK_ROWS), threaded, |piece| {
         let rows = piece * PACK_ROWS..m.min((piece + 1) * PACK_ROWS);
-        rows.for_each(|i| (0..kp).for_each(|p| word(i, p)));
+        // SAFETY: each piece writes only its own rows of `packed` (m·kp words), and reads
+        // elements (i, p) with i < m, p < k, inside the view.
+        unsafe {
+            let at = |i: usize, p: usize| *a.as_ptr().offset(i as isize * rs + p as isize * cs);
+            if cs == 1 {
+                for i in rows {
+                    let row = std::slice::from_raw_parts(a.as_ptr().offset(i as isize * rs), k);
+                    let words = std::slice::from_raw_parts_mut(out.ptr().add(i * kp), kp);
+                    for (word, two) in words.iter_mut().zip(row.chunks_exact(2)) {
+                        *word = pair(two[0], two[1]);
+                    }
+                    if k % 2 == 1 {
+                        words[kp - 1] = pair(row[k - 1], 0.0);
+                    }
+                }
+            } else {
+                // Down the columns: two columns make one word per row.
+                for p in 0..kp {
+                    for i in rows.clone() {
+                        let odd = if 2 * p + 1 < k { at(i, 2 * p + 1) } else { 0.0 };
+                        *out.ptr().add(i * kp + p) = pair(at(i, 2 * p), odd);
+                    }
+                }
+            }
+        }
     });
     packed
 }
 
-/// B (`k × n`) packed as `[k/2][n_padded][2]` bfloat16, n padded to a multiple of [`NR`].
-fn pack_b(b: impl Fn(usize, usize) -> f32 + Sync, k: usize, n: usize) -> (Vec<u16>, usize) {
+/// B (`k × n`) packed as `[k/2][n_padded]` words of a pair along k (the even element in the
+/// low half), n padded to a multiple of [`NR`]. Row-major B (activations, `dY`) interleaves two
+/// rows; column-major B (a linear layer's weight read as `W^T`) turns each weight row's pairs
+/// into a column of words.
+fn pack_b(b: &ArrayView2<f32>, threaded: bool) -> (Vec<u32>, usize) {
+    let (k, n) = b.dim();
     let (kp, np) = (k.div_ceil(2), n.div_ceil(NR) * NR);
-    let mut packed = vec![0u16; kp * np * 2];
+    let mut packed = vec![0u32; kp * np];
     let out = SharedMut(packed.as_mut_ptr());
-    let pair = |p: usize, j: usize| {
-        // SAFETY: each piece writes only its own pair rows of `packed`.
-        unsafe {
-            *out.ptr().add((p * np + j) * 2) = to_bf16(b(2 * p, j));
-            if 2 * p + 1 < k {
-                *out.ptr().add((p * np + j) * 2 + 1) = to_bf16(b(2 * p + 1, j));
+    let (rs, cs) = (b.strides()[0], b.strides()[1]);
+    // SAFETY (for `at`): only (p, j) with p < k, j < n are read, inside the view.
+    let at = |p: usize, j: usize| unsafe { *b.as_ptr().offset(p as isize * rs + j as isize * cs) };
+    if rs == 1 && cs != 1 {
+        // Column-major: a panel of NR columns per piece, each column's pairs contiguous.
+        pieces(np / NR, threaded, |panel| {
+            let columns = panel * NR..n.min((panel + 1) * NR);
+            for p in 0..kp {
+                for j in columns.clone() {
+                    let odd = if 2 * p + 1 < k { at(2 * p + 1, j) } else { 0.0 };
+                    // SAFETY: each piece writes only its own columns of `packed`.
+                    unsafe { *out.ptr().add(p * np + j) = pair(at(2 * p, j), odd) };
+                }
+            }
+        });
+        return (packed, np);
+    }
+    pieces(kp.div_ceil(PACK_ROWS), threaded, |piece| {
+        for p in piece * PACK_ROWS..kp.min((piece + 1) * PACK_ROWS) {
+            // SAFETY: each piece writes only its own pair rows of `packed`.
+            let words = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(p * np), n) };
+            if cs == 1 {
+                // SAFETY: rows 2p and 2p + 1 of the view, n elements each, in memory.
+                let even = unsafe {
+                    std::slice::from_raw_parts(b.as_ptr().offset(2 * p as isize * rs), n)
+                };
+                if 2 * p + 1 < k {
+                    let odd = unsafe {
+                        std::slice::from_raw_parts(b.as_ptr().offset((2 * p + 1) as isize * rs), n)
+                    };
+                    for ((word, &e), &o) in words.iter_mut().zip(even).zip(odd) {
+                        *word = pair(e, o);
+                    }
+                } else {
+                    for (word, &e) in words.iter_mut().zip(even) {
+                        *word = pair(e, 0.0);
+                    }
+                }
+            } else {
+                for (j, word) in words.iter_mut().enumerate() {
+                    let odd = if 2 * p + 1 < k { at(2 * p + 1, j) } else { 0.0 };
+                    *word = pair(at(2 * p, j), odd);
+                }
             }
         }
-    };
-    for_each_piece(kp.div_ceil(PACK_ROWS), |piece| {
-        let pairs = piece * PACK_ROWS..kp.min((piece + 1) * PACK_ROWS);
-        pairs.for_each(|p| (0..n).for_each(|j| pair(p, j)));
     });
     (packed, np)
 }
@@ -133,21 +211,17 @@ fn pack_b(b: impl Fn(usize, usize) -> f32 + Sync, k: usize, n: usize) -> (Vec<u1
 /// element's product added, then the even one's, each sum rounded to float32 and flushed if
 /// denormal, as `vdpbf16ps` adds.
 pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-    assert_eq!((a.len(), b.len()), (m * k, k * n), "matmul_bf16: shapes");
-    let (pa, (pb, np)) = (
-        pack_a(|i, p| a[i * k + p], m, k),
-        pack_b(|p, j| b[p * n + j], k, n),
-    );
+    let (a, b) = views(a, b, m, k, n);
+    let (pa, (pb, np)) = (pack_a(&a, false), pack_b(&b, false));
     let kp = k.div_ceil(2);
+    let halves = |word: u32| (from_bf16(word as u16), from_bf16((word >> 16) as u16));
     let mut c = vec![0f32; m * n];
     for i in 0..m {
         for j in 0..n {
             let mut acc = 0f32;
             for p in 0..kp {
-                let pair = pa[i * kp + p];
-                let (a_even, a_odd) = (from_bf16(pair as u16), from_bf16((pair >> 16) as u16));
-                let b_even = from_bf16(pb[(p * np + j) * 2]);
-                let b_odd = from_bf16(pb[(p * np + j) * 2 + 1]);
+                let (a_even, a_odd) = halves(pa[i * kp + p]);
+                let (b_even, b_odd) = halves(pb[p * np + j]);
                 acc = flush(acc + a_odd * b_odd);
                 acc = flush(acc + a_even * b_even);
             }
@@ -158,80 +232,166 @@ pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) 
 }
 // ANCHOR_END: matmul_bf16_portable
 
-/// C = A · B (row-major, `m × k` by `k × n`) with operands rounded to bfloat16 and float32
-/// sums: the `avx512_bf16` kernel where the CPU has it, the portable path (the same values)
-/// elsewhere. Blocks of rows are spread over the worker threads; the values do not depend on
-/// how many.
-pub fn matmul_bf16(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+/// Row-major slices as views, their lengths checked.
+fn views<'a>(
+    a: &'a [f32],
+    b: &'a [f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> (ArrayView2<'a, f32>, ArrayView2<'a, f32>) {
     assert_eq!((a.len(), b.len()), (m * k, k * n), "matmul_bf16: shapes");
-    product(|i, p| a[i * k + p], |p, j| b[p * n + j], (m, k, n))
-}
-
-/// [`matmul_bf16`] of strided views (a transposed operand is read in place), for
-/// `Tensor::matmul` under [`Precision::Bfloat16`].
-pub(crate) fn matmul_bf16_views(a: &ArrayView2<f32>, b: &ArrayView2<f32>) -> Vec<f32> {
-    let ((m, k), n) = (a.dim(), b.dim().1);
-    // SAFETY: the packers ask only for i < m, p < k, j < n, inside both views.
-    product(
-        |i, p| unsafe { *a.uget((i, p)) },
-        |p, j| unsafe { *b.uget((p, j)) },
-        (m, k, n),
+    (
+        ArrayView2::from_shape((m, k), a).expect("m × k"),
+        ArrayView2::from_shape((k, n), b).expect("k × n"),
     )
 }
 
-fn product(
-    a: impl Fn(usize, usize) -> f32 + Sync,
-    b: impl Fn(usize, usize) -> f32 + Sync,
-    (m, k, n): (usize, usize, usize),
-) -> Vec<f32> {
-    if !has_avx512_bf16() {
-        let (dense_a, dense_b) = dense(&a, m, k, &b, n);
-        return matmul_bf16_portable(&dense_a, &dense_b, m, k, n);
-    }
-    #[cfg(target_arch = "x86_64")]
-    {
-        let (pa, (pb, np)) = (pack_a(a, m, k), pack_b(b, k, n));
-        let kp = k.div_ceil(2);
-        let mut c = vec![0f32; m * n];
-        let out = SharedMut(c.as_mut_ptr());
-        let row_blocks = m.div_ceil(MR);
-        let col_blocks = np / NR;
-        // Column-block-major: consecutive pieces share B's panel, which stays in cache.
-        for_each_piece(row_blocks * col_blocks, |piece| {
-            let (rb, cb) = (piece % row_blocks, piece / row_blocks);
-            let rows = MR.min(m - rb * MR);
-            // SAFETY: the CPU has avx512f and avx512bf16 (checked above); each piece writes
-            // only its own rows rb·MR.. and columns cb·NR.. of C, within m × n.
-            unsafe {
-                avx512::block(
-                    &pa[rb * MR * kp..],
-                    kp,
-                    rows,
-                    &pb[cb * NR * 2..],
-                    np,
-                    out.ptr().add(rb * MR * n + cb * NR),
-                    n,
-                    NR.min(n - cb * NR),
-                )
-            };
-        });
-        c
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("no avx512_bf16 outside x86_64")
+/// C = A · B (row-major, `m × k` by `k × n`) with operands rounded to bfloat16 and float32
+/// sums: the `avx512_bf16` kernel where the CPU has it, elsewhere the portable path's
+/// arithmetic in blocks (the same values). Blocks of rows are spread over the worker threads;
+/// the values do not depend on how many.
+pub fn matmul_bf16(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let (a, b) = views(a, b, m, k, n);
+    let mut c = vec![0f32; m * n];
+    // SAFETY: `c` holds m × n floats.
+    unsafe { product(&a, &b, c.as_mut_ptr(), has_avx512_bf16()) };
+    c
 }
 
-/// The operands as row-major vectors, for the portable path.
-fn dense(
-    a: &impl Fn(usize, usize) -> f32,
-    m: usize,
-    k: usize,
-    b: &impl Fn(usize, usize) -> f32,
-    n: usize,
-) -> (Vec<f32>, Vec<f32>) {
-    let dense_a = (0..m * k).map(|x| a(x / k, x % k)).collect();
-    let dense_b = (0..k * n).map(|x| b(x / n, x % n)).collect();
-    (dense_a, dense_b)
+/// [`matmul_bf16`] on the portable path whatever the CPU has, for the tests that hold it to
+/// [`matmul_bf16_portable`].
+#[doc(hidden)]
+pub fn matmul_bf16_portable_blocks(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let (a, b) = views(a, b, m, k, n);
+    let mut c = vec![0f32; m * n];
+    // SAFETY: `c` holds m × n floats.
+    unsafe { product(&a, &b, c.as_mut_ptr(), false) };
+    c
+}
+
+/// [`matmul_bf16`] of strided views (a transposed operand is read in place) into `c`
+/// (row-major, `m × n`, written whole), for `Tensor::matmul` under [`Precision::Bfloat16`].
+///
+/// # Safety
+/// `c` must be valid for writing `m × n` floats.
+pub(crate) unsafe fn matmul_bf16_views(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32) {
+    // SAFETY: as this function's.
+    unsafe { product(a, b, c, has_avx512_bf16()) }
+}
+
+/// # Safety
+/// `c` must be valid for writing `m × n` floats; `kernel` only where the CPU has avx512f and
+/// avx512bf16.
+unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel: bool) {
+    let ((m, k), n) = (a.dim(), b.dim().1);
+    assert_eq!(k, b.dim().0, "matmul_bf16: inner sizes");
+    if k == 0 {
+        // SAFETY: as this function's.
+        unsafe { std::ptr::write_bytes(c, 0, m * n) };
+        return;
+    }
+    let threaded = m * k * n >= THREAD_FROM;
+    let (pa, (pb, np)) = (pack_a(a, threaded), pack_b(b, threaded));
+    let kp = k.div_ceil(2);
+    let out = SharedMut(c);
+    let row_blocks = m.div_ceil(MR);
+    let col_blocks = np / NR;
+    // Column-block-major: consecutive pieces share B's panel, which stays in cache.
+    pieces(row_blocks * col_blocks, threaded, |piece| {
+        let (rb, cb) = (piece % row_blocks, piece / row_blocks);
+        let (rows, cols) = (MR.min(m - rb * MR), NR.min(n - cb * NR));
+        let (a, b) = (&pa[rb * MR * kp..], &pb[cb * NR..]);
+        // SAFETY: each piece writes only its own rows rb·MR.. and columns cb·NR.. of C,
+        // within m × n; the kernel only where the CPU has it (the caller's word).
+        let c = unsafe { out.ptr().add(rb * MR * n + cb * NR) };
+        #[cfg(target_arch = "x86_64")]
+        if kernel {
+            unsafe { avx512::block(a, kp, rows, b, np, c, n, cols) };
+            return;
+        }
+        unsafe { portable::block(a, kp, rows, b, np, c, n, cols) };
+    });
+}
+
+/// The portable path in the kernel's blocks: [`matmul_bf16_portable`]'s adds, eight rows by
+/// thirty-two columns at a time, written so that the compiler vectorizes across columns (and
+/// compiled for AVX2 where the CPU has it: the same operations, so the same values).
+mod portable {
+    use super::{flush, from_bf16, MR, NR};
+
+    /// One block, with [`super::avx512::block`]'s arguments.
+    ///
+    /// # Safety
+    /// As [`super::avx512::block`]'s, without the CPU features.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn block(
+        a: &[u32],
+        kp: usize,
+        rows: usize,
+        b: &[u32],
+        np: usize,
+        c: *mut f32,
+        ldc: usize,
+        cols: usize,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2; the rest as this function's.
+            return unsafe { block_avx2(a, kp, rows, b, np, c, ldc, cols) };
+        }
+        // SAFETY: as this function's.
+        unsafe { block_any(a, kp, rows, b, np, c, ldc, cols) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx2")]
+    unsafe fn block_avx2(
+        a: &[u32],
+        kp: usize,
+        rows: usize,
+        b: &[u32],
+        np: usize,
+        c: *mut f32,
+        ldc: usize,
+        cols: usize,
+    ) {
+        // SAFETY: as the caller's.
+        unsafe { block_any(a, kp, rows, b, np, c, ldc, cols) }
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block_any(
+        a: &[u32],
+        kp: usize,
+        rows: usize,
+        b: &[u32],
+        np: usize,
+        c: *mut f32,
+        ldc: usize,
+        cols: usize,
+    ) {
+        let mut acc = [[0f32; NR]; MR];
+        for p in 0..kp {
+            let words = &b[p * np..p * np + NR];
+            let b_even: [f32; NR] = std::array::from_fn(|j| from_bf16(words[j] as u16));
+            let b_odd: [f32; NR] = std::array::from_fn(|j| from_bf16((words[j] >> 16) as u16));
+            for (r, acc_r) in acc.iter_mut().enumerate().take(rows) {
+                let word = a[r * kp + p];
+                let (a_even, a_odd) = (from_bf16(word as u16), from_bf16((word >> 16) as u16));
+                for j in 0..NR {
+                    let sum = flush(acc_r[j] + a_odd * b_odd[j]);
+                    acc_r[j] = flush(sum + a_even * b_even[j]);
+                }
+            }
+        }
+        for (r, acc_r) in acc.iter().enumerate().take(rows) {
+            // SAFETY: row r of the block has `cols` floats to write (the caller's word).
+            unsafe { std::ptr::copy_nonoverlapping(acc_r.as_ptr(), c.add(r * ldc), cols) };
+        }
+    }
 }
 
 /// The arithmetic of matrix products: float32 (the lectures' default), or bfloat16 operands
@@ -290,33 +450,59 @@ mod avx512 {
     ///
     /// # Safety
     /// The CPU must have avx512f and avx512bf16; `a` must hold `rows × kp` words, `b` the
-    /// `kp` rows of [`NR`] pairs, `c` `rows` rows of `cols` floats.
+    /// `kp` rows of [`NR`] pair words, `c` `rows` rows of `cols` floats.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512bf16")]
     pub(super) unsafe fn block(
         a: &[u32],
         kp: usize,
         rows: usize,
-        b: &[u16],
+        b: &[u32],
         np: usize,
         c: *mut f32,
         ldc: usize,
         cols: usize,
     ) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+        // A full block's row count known to the compiler keeps all sixteen sums in registers.
+        match rows {
+            MR => unsafe { rows_of::<MR>(a, kp, b, np, c, ldc, cols) },
+            7 => unsafe { rows_of::<7>(a, kp, b, np, c, ldc, cols) },
+            6 => unsafe { rows_of::<6>(a, kp, b, np, c, ldc, cols) },
+            5 => unsafe { rows_of::<5>(a, kp, b, np, c, ldc, cols) },
+            4 => unsafe { rows_of::<4>(a, kp, b, np, c, ldc, cols) },
+            3 => unsafe { rows_of::<3>(a, kp, b, np, c, ldc, cols) },
+            2 => unsafe { rows_of::<2>(a, kp, b, np, c, ldc, cols) },
+            _ => unsafe { rows_of::<1>(a, kp, b, np, c, ldc, cols) },
+        }
+    }
+
+    /// [`block`] with `ROWS` rows.
+    #[inline(always)]
+    unsafe fn rows_of<const ROWS: usize>(
+        a: &[u32],
+        kp: usize,
+        b: &[u32],
+        np: usize,
+        c: *mut f32,
+        ldc: usize,
+        cols: usize,
+    ) {
+        assert!(a.len() >= (ROWS - 1) * kp + kp && b.len() >= (kp - 1) * np + NR);
+        let (a, b) = (a.as_ptr(), b.as_ptr());
+        let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
         for p in 0..kp {
-            let row = b.as_ptr().add(p * np * 2);
+            let row = b.add(p * np);
             let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(row as *const __m512i));
             let b1: __m512bh =
-                std::mem::transmute(_mm512_loadu_si512(row.add(32) as *const __m512i));
-            for (r, acc_r) in acc.iter_mut().enumerate().take(rows) {
-                let pair = _mm512_set1_epi32(a[r * kp + p] as i32);
-                let pair: __m512bh = std::mem::transmute(pair);
+                std::mem::transmute(_mm512_loadu_si512(row.add(16) as *const __m512i));
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let pair: __m512bh =
+                    std::mem::transmute(_mm512_set1_epi32(*a.add(r * kp + p) as i32));
                 acc_r[0] = _mm512_dpbf16_ps(acc_r[0], pair, b0);
                 acc_r[1] = _mm512_dpbf16_ps(acc_r[1], pair, b1);
             }
         }
-        for (r, acc_r) in acc.iter().enumerate().take(rows) {
+        for (r, acc_r) in acc.iter().enumerate() {
             let out = c.add(r * ldc);
             if cols == NR {
                 _mm512_storeu_ps(out, acc_r[0]);

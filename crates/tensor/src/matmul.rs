@@ -210,10 +210,8 @@ fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: &mut [MaybeUninit<f32>],
         c.len()
     );
     if crate::bf16::precision() == crate::bf16::Precision::Bfloat16 {
-        let product = crate::bf16::matmul_bf16_views(a, b);
-        for (slot, value) in c.iter_mut().zip(product) {
-            slot.write(value);
-        }
+        // SAFETY: `c` holds exactly M·N elements, which this writes whole.
+        unsafe { crate::bf16::matmul_bf16_views(a, b, c.as_mut_ptr().cast()) };
         return;
     }
     let pieces = if threads > 1 && m * k * n >= SPLIT_FROM {

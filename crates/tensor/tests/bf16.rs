@@ -1,7 +1,13 @@
 //! bfloat16 products against a float64 reference of the bfloat16-rounded operands, and the
 //! `avx512_bf16` kernel against the portable path, bit for bit.
 
-use tensor::bf16::{from_bf16, kernel, matmul_bf16, matmul_bf16_portable, round_bf16, to_bf16};
+use tensor::bf16::{
+    from_bf16, kernel, matmul_bf16, matmul_bf16_portable, matmul_bf16_portable_blocks, round_bf16,
+    to_bf16,
+};
+
+/// The precision is one switch for the whole process: the tests that set it take turns.
+static SWITCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Deterministic values in [-scale, scale).
 fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
@@ -69,7 +75,7 @@ fn the_portable_product_is_within_the_float32_sum_bound() {
 }
 
 #[test]
-fn the_avx512_bf16_kernel_equals_the_portable_path_bit_for_bit() {
+fn the_kernel_and_the_blocked_portable_path_equal_the_plain_one_bit_for_bit() {
     println!("kernel: {}", kernel());
     // Odd k, n not a multiple of 32, m not a multiple of 8; a large one; tiny values whose
     // products and sums are denormal (flushed by both).
@@ -85,17 +91,24 @@ fn the_avx512_bf16_kernel_equals_the_portable_path_bit_for_bit() {
             values(m * k, seed as u64, scale),
             values(k * n, seed as u64 + 7, scale),
         );
-        let fast = matmul_bf16(&a, &b, m, k, n);
         let plain = matmul_bf16_portable(&a, &b, m, k, n);
-        let same = fast
-            .iter()
-            .zip(&plain)
-            .all(|(x, y)| x.to_bits() == y.to_bits());
-        assert!(
-            same,
-            "{m}×{k}×{n} (scale {scale}): the {} path differs from the portable one",
-            kernel()
-        );
+        let paths = [
+            (kernel(), matmul_bf16(&a, &b, m, k, n)),
+            (
+                "portable in blocks",
+                matmul_bf16_portable_blocks(&a, &b, m, k, n),
+            ),
+        ];
+        for (path, fast) in paths {
+            let same = fast
+                .iter()
+                .zip(&plain)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            assert!(
+                same,
+                "{m}×{k}×{n} (scale {scale}): the {path} path differs from the plain portable one"
+            );
+        }
     }
 }
 
@@ -110,6 +123,7 @@ fn the_precision_switch_sends_every_product_through_bfloat16() {
     let bt = Tensor::from_vec(values(n * k, 12, 2.0), &[n, k]);
     let b = bt.transpose(0, 1); // (k, n), read in place
     let b_dense = b.contiguous().to_vec();
+    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let float32 = a.matmul(&b).to_vec();
     set_precision(Precision::Bfloat16);
     assert_eq!(precision(), Precision::Bfloat16);
@@ -131,4 +145,37 @@ fn the_precision_switch_sends_every_product_through_bfloat16() {
     assert_ne!(bf16, float32, "bfloat16 operands change the product");
     assert_eq!(a.matmul(&b).to_vec(), float32, "float32 again");
     assert!("float16".parse::<Precision>().is_err());
+}
+
+/// Each operand in memory by rows or by columns (a weight read as `W^T`, `dY^T` in a weight's
+/// gradient) is packed from its own layout; all four give the plain path's values.
+#[test]
+fn transposed_operands_are_packed_to_the_same_values() {
+    use tensor::bf16::{set_precision, Precision};
+    use tensor::Tensor;
+    let (m, k, n) = (19, 67, 41);
+    let (a, b) = (values(m * k, 21, 2.0), values(k * n, 22, 2.0));
+    let want = matmul_bf16_portable(&a, &b, m, k, n);
+    let a_rows = Tensor::from_vec(a.clone(), &[m, k]);
+    let b_rows = Tensor::from_vec(b.clone(), &[k, n]);
+    // The same matrices, stored transposed and read through a transposed view.
+    let a_cols = a_rows.transpose(0, 1).contiguous().transpose(0, 1);
+    let b_cols = b_rows.transpose(0, 1).contiguous().transpose(0, 1);
+    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+    set_precision(Precision::Bfloat16);
+    let products = [
+        ("rows @ rows", a_rows.matmul(&b_rows).to_vec()),
+        ("rows @ columns", a_rows.matmul(&b_cols).to_vec()),
+        ("columns @ rows", a_cols.matmul(&b_rows).to_vec()),
+        ("columns @ columns", a_cols.matmul(&b_cols).to_vec()),
+    ];
+    set_precision(Precision::Float32);
+    for (layout, got) in products {
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{layout}: differs from the plain portable path"
+        );
+    }
 }
