@@ -39,7 +39,8 @@ pub struct Args {
     #[arg(long = "crate")]
     krate: Option<String>,
     /// Only the table's groups whose name contains one of these words
-    /// (comma-separated: matmul, gpt-cpu, gpt-full, gpt2-train, gpt2-inference, bigram, wavenet,
+    /// (comma-separated: matmul, gpt-cpu, gpt-full, gpt2-train, bf16 (both bfloat16 groups),
+    /// gpt2-inference, bigram, wavenet,
     /// char-rnn, nanochat, makemore, or one type: makemore-transformer).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -59,6 +60,9 @@ struct Group {
     script_args: &'static [&'static str],
     /// Thread counts; 0 means every core.
     threads: &'static [usize],
+    /// `ZTH_DTYPE` for both sides: "bfloat16" runs our products in bfloat16 and PyTorch's
+    /// forward under bfloat16 autocast; that group's rows are named `NAME+bf16`.
+    dtype: &'static str,
 }
 
 /// A row of the table: a `bench-row` name and what the issue asks of it.
@@ -69,6 +73,24 @@ struct Row {
     goal: Option<f64>,
     /// Ours ÷ PyTorch's peak RSS must be at most this (a second line).
     memory_goal: Option<f64>,
+    /// A further line against another row.
+    versus: Versus,
+}
+
+/// A row's further comparison, on a line of its own.
+#[derive(Clone, Copy)]
+enum Versus {
+    Nothing,
+    /// Ours ÷ PyTorch's time on the named float32 row, at most `goal`.
+    TorchFloat32 {
+        row: &'static str,
+        goal: f64,
+    },
+    /// Our named row's time ÷ ours (a speedup), at least `goal`.
+    SpeedupOver {
+        row: &'static str,
+        goal: f64,
+    },
 }
 
 const GROUPS: &[Group] = &[
@@ -80,6 +102,7 @@ const GROUPS: &[Group] = &[
         script: "rows_torch.py",
         script_args: &[],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "gpt-cpu",
@@ -89,6 +112,7 @@ const GROUPS: &[Group] = &[
         script: "train_step_torch.py",
         script_args: &["--steps", "20"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "gpt-full",
@@ -98,6 +122,7 @@ const GROUPS: &[Group] = &[
         script: "full_step_torch.py",
         script_args: &["--steps", "3", "--warmup", "1"],
         threads: &[0],
+        dtype: "float32",
     },
     Group {
         name: "gpt2-train",
@@ -107,6 +132,27 @@ const GROUPS: &[Group] = &[
         script: "train_step_torch.py",
         script_args: &[],
         threads: &[0],
+        dtype: "float32",
+    },
+    Group {
+        name: "gpt-full-bf16",
+        krate: "gpt",
+        bench: "train_step",
+        bench_args: &["--stage", "full", "--steps", "3", "--warmup", "1"],
+        script: "full_step_torch.py",
+        script_args: &["--steps", "3", "--warmup", "1"],
+        threads: &[0],
+        dtype: "bfloat16",
+    },
+    Group {
+        name: "gpt2-train-bf16",
+        krate: "gpt2",
+        bench: "train_step",
+        bench_args: &[],
+        script: "train_step_torch.py",
+        script_args: &[],
+        threads: &[0],
+        dtype: "bfloat16",
     },
     Group {
         name: "gpt2-inference",
@@ -116,6 +162,7 @@ const GROUPS: &[Group] = &[
         script: "inference_torch.py",
         script_args: &[],
         threads: &[0],
+        dtype: "float32",
     },
     Group {
         name: "bigram",
@@ -125,6 +172,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &[],
         threads: &[0],
+        dtype: "float32",
     },
     Group {
         name: "wavenet",
@@ -134,6 +182,7 @@ const GROUPS: &[Group] = &[
         script: "wavenet_step_torch.py",
         script_args: &[],
         threads: &[0],
+        dtype: "float32",
     },
     Group {
         name: "char-rnn",
@@ -143,6 +192,7 @@ const GROUPS: &[Group] = &[
         script: "iteration_torch.py",
         script_args: &[],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "nanochat",
@@ -152,6 +202,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &[],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-bigram",
@@ -161,6 +212,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "bigram"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-mlp",
@@ -170,6 +222,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "mlp"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-rnn",
@@ -179,6 +232,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "rnn"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-gru",
@@ -188,6 +242,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "gru"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-bow",
@@ -197,6 +252,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "bow"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-transformer",
@@ -206,6 +262,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "transformer"],
         threads: &[1, 0],
+        dtype: "float32",
     },
     Group {
         name: "makemore-lstm",
@@ -215,6 +272,7 @@ const GROUPS: &[Group] = &[
         script: "step_torch.py",
         script_args: &["--type", "lstm"],
         threads: &[1, 0],
+        dtype: "float32",
     },
 ];
 
@@ -224,120 +282,180 @@ const ROWS: &[Row] = &[
         workload: "sgemm 1024³ (the peak)",
         goal: None,
         memory_goal: None,
+        versus: Versus::Nothing,
+    },
+    Row {
+        name: "bf16-1024",
+        workload: "bfloat16 product 1024³",
+        goal: None,
+        memory_goal: None,
+        versus: Versus::SpeedupOver {
+            row: "sgemm-1024",
+            goal: 1.7,
+        },
     },
     Row {
         name: "gpt-cpu-step",
         workload: "lecture 7 cpu step (B12 T64 4×128)",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "gpt-full-step",
         workload: "lecture 7 full step (B64 T256 6×384)",
         goal: Some(0.6),
         memory_goal: Some(0.4),
+        versus: Versus::Nothing,
+    },
+    Row {
+        name: "gpt-full-step+bf16",
+        workload: "  the same, bf16 (PyTorch: autocast)",
+        goal: Some(0.8),
+        memory_goal: Some(0.4),
+        versus: Versus::TorchFloat32 {
+            row: "gpt-full-step",
+            goal: 0.5,
+        },
     },
     Row {
         name: "gpt2-step-b4t64",
         workload: "GPT-2 124M train step B4 T64",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
+    },
+    Row {
+        name: "gpt2-step-b4t64+bf16",
+        workload: "  the same, bf16 (PyTorch: autocast)",
+        goal: Some(0.8),
+        memory_goal: None,
+        versus: Versus::TorchFloat32 {
+            row: "gpt2-step-b4t64",
+            goal: 0.5,
+        },
     },
     Row {
         name: "gpt2-step-b1t1024",
         workload: "GPT-2 124M train step B1 T1024",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
+    },
+    Row {
+        name: "gpt2-step-b1t1024+bf16",
+        workload: "  the same, bf16 (PyTorch: autocast)",
+        goal: Some(0.8),
+        memory_goal: None,
+        versus: Versus::TorchFloat32 {
+            row: "gpt2-step-b1t1024",
+            goal: 0.5,
+        },
     },
     Row {
         name: "gpt2-forward-b1t1024",
         workload: "GPT-2 124M forward B1 T1024",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "gpt2-decode-cached",
         workload: "GPT-2 124M decode at 1000, cached",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "bigram-step-onehot",
         workload: "lecture 2 full-batch bigram step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "bigram-step-rowindex",
         workload: "  the same, row index (E04)",
         goal: None,
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "wavenet-step",
         workload: "lecture 6 step",
         goal: Some(0.33),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-bigram",
         workload: "makemore --type bigram step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-mlp",
         workload: "makemore --type mlp step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-rnn",
         workload: "makemore --type rnn step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-gru",
         workload: "makemore --type gru step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-bow",
         workload: "makemore --type bow step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-transformer",
         workload: "makemore --type transformer step",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "makemore-lstm",
         workload: "makemore --type lstm step",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "nanochat-d4-step",
         workload: "nanochat base_train step (depth 4, B8 T256, Muon)",
         goal: Some(0.6),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "char-rnn-lstm",
         workload: "char-rnn train iteration (LSTM 2×128, B50 T50)",
         goal: Some(0.5),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
     Row {
         name: "batched-4096x8x16x8",
         workload: "batched matmul 4096×(8×16×8)",
         goal: Some(1.0),
         memory_goal: None,
+        versus: Versus::Nothing,
     },
 ];
 
@@ -469,10 +587,15 @@ pub fn run(args: Args) -> TaskResult {
                 let mut cmd = cargo();
                 cmd.env(::data::ENV_VAR, &data_dir)
                     .env("ZTH_THREADS", threads.to_string())
+                    .env("ZTH_DTYPE", group.dtype)
                     .args(["bench", "-p", group.krate, "--bench", group.bench, "--"])
                     .args(group.bench_args);
+                let named = |name: String| match group.dtype {
+                    "bfloat16" => format!("{name}+bf16"),
+                    _ => name,
+                };
                 for (name, m) in run_rows(cmd)? {
-                    rounds.entry((name, threads)).or_default()[0].push(m);
+                    rounds.entry((named(name), threads)).or_default()[0].push(m);
                 }
                 if let Some(py) = &python {
                     let script = root
@@ -484,10 +607,11 @@ pub fn run(args: Args) -> TaskResult {
                     cmd.current_dir(&root)
                         .env(::data::ENV_VAR, &data_dir)
                         .env("ZTH_THREADS", threads.to_string())
+                        .env("ZTH_DTYPE", group.dtype)
                         .arg(&script)
                         .args(group.script_args);
                     for (name, m) in run_rows(cmd)? {
-                        rounds.entry((name, threads)).or_default()[1].push(m);
+                        rounds.entry((named(name), threads)).or_default()[1].push(m);
                     }
                 }
             }
@@ -626,6 +750,50 @@ fn render(results: &Results) -> String {
                 verdict(ratio, row.goal),
                 &ours_pct,
             ]);
+            let other = |row: &str, side: usize| {
+                results
+                    .get(&(row.to_string(), *threads))
+                    .and_then(|sides| sides[side])
+            };
+            match row.versus {
+                Versus::Nothing => {}
+                Versus::TorchFloat32 { row: twin, goal } => {
+                    let theirs = other(twin, 1);
+                    let ratio = ours.zip(theirs).map(|(o, t)| o.min.ms / t.min.ms);
+                    out += &line([
+                        "  against PyTorch's float32 step",
+                        &threads.to_string(),
+                        &min(*ours),
+                        "",
+                        &min(theirs),
+                        "",
+                        &ratio.map_or(String::new(), |r| format!("{r:.2}")),
+                        &format!("≤{goal}"),
+                        verdict(ratio, Some(goal)),
+                        "",
+                    ]);
+                }
+                Versus::SpeedupOver { row: twin, goal } => {
+                    let base = other(twin, 0);
+                    let speedup = ours.zip(base).map(|(o, b)| b.min.ms / o.min.ms);
+                    out += &line([
+                        "  speedup over our sgemm",
+                        &threads.to_string(),
+                        &min(*ours),
+                        "",
+                        &min(base),
+                        "(ours)",
+                        &speedup.map_or(String::new(), |r| format!("{r:.2}")),
+                        &format!("≥{goal}"),
+                        match speedup {
+                            Some(x) if x >= goal => "met",
+                            Some(_) => "gap",
+                            None => "",
+                        },
+                        "",
+                    ]);
+                }
+            }
             let (o, t) = (
                 ours.and_then(|s| s.min.rss_mib),
                 torch.and_then(|s| s.min.rss_mib),

@@ -1,8 +1,10 @@
 //! The matmul rows of `cargo xtask bench`'s table (issue 16): the sgemm peak
 //! (1024³, the figure every other row's "fraction of peak" divides by) and
 //! many tiny batched products, 4096 × (8×16 @ 16×8), lecture 7's attention at
-//! its smallest. `rows_torch.py` beside this file times the same products in
-//! PyTorch. Each result is one `bench-row NAME ms=… gflop=…` line, which
+//! its smallest; and the bfloat16 product at 1024³ (`bf16-1024`: operands rounded to bfloat16,
+//! float32 sums, packing included), whose speedup over our sgemm the table gives.
+//! `rows_torch.py` beside this file times the same products in PyTorch (its bfloat16 row:
+//! `torch.matmul` of bfloat16 tensors). Each result is one `bench-row NAME ms=… gflop=…` line, which
 //! xtask reads; `ZTH_THREADS` sets the thread count.
 
 use std::hint::black_box;
@@ -39,8 +41,13 @@ fn main() {
     let threads = tensor::max_threads();
     for (name, batch, m, k, n) in [
         ("sgemm-1024", 1, 1024, 1024, 1024),
+        ("bf16-1024", 1, 1024, 1024, 1024),
         ("batched-4096x8x16x8", 4096, 8, 16, 8),
     ] {
+        tensor::bf16::set_precision(match name {
+            "bf16-1024" => tensor::bf16::Precision::Bfloat16,
+            _ => tensor::bf16::Precision::Float32,
+        });
         let lead: &[usize] = if batch == 1 { &[] } else { &[batch] };
         let a = filled(&[lead, &[m, k]].concat(), 1);
         let b = filled(&[lead, &[k, n]].concat(), 2);
@@ -49,8 +56,12 @@ fn main() {
             black_box(a.matmul(black_box(&b)));
         });
         println!(
-            "rust {name}: {ms:.4} ms, {:.1} GFLOP/s, {threads} thread(s)",
-            gflop / ms * 1e3
+            "rust {name}: {ms:.4} ms, {:.1} GFLOP/s, {threads} thread(s){}",
+            gflop / ms * 1e3,
+            match name {
+                "bf16-1024" => format!(", {}", tensor::bf16::kernel()),
+                _ => String::new(),
+            }
         );
         println!("bench-row {name} ms={ms} gflop={gflop}");
     }

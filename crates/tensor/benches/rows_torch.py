@@ -1,5 +1,5 @@
-"""PyTorch side of benches/rows.rs: the sgemm peak (1024^3) and 4096 tiny
-batched products (8x16 @ 16x8), best of 7 rounds, on ZTH_THREADS threads
+"""PyTorch side of benches/rows.rs: the sgemm peak (1024^3), the same product of bfloat16
+tensors, and 4096 tiny batched products (8x16 @ 16x8), best of 7 rounds, on ZTH_THREADS threads
 (default: every core this process may use). Prints `bench-row` lines for
 `cargo xtask bench`."""
 
@@ -9,9 +9,16 @@ import time
 import torch
 
 torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
-for name, batch, m, k, n in (("sgemm-1024", 1, 1024, 1024, 1024), ("batched-4096x8x16x8", 4096, 8, 16, 8)):
+ROWS = (
+    ("sgemm-1024", 1, 1024, 1024, 1024),
+    ("bf16-1024", 1, 1024, 1024, 1024),
+    ("batched-4096x8x16x8", 4096, 8, 16, 8),
+)
+for name, batch, m, k, n in ROWS:
     lead = (batch,) if batch > 1 else ()
     a, b = torch.randn(*lead, m, k), torch.randn(*lead, k, n)
+    if name == "bf16-1024":
+        a, b = a.bfloat16(), b.bfloat16()
     flop = 2 * batch * m * k * n
     reps = max(1, int(2e10 // flop))
     for _ in range(3):
