@@ -13,9 +13,10 @@
 //! equals that order, `tests/bf16.rs`). The portable path adds in the same order with the same
 //! flushes, so it gives the kernel's values bit for bit and every test runs on any machine.
 //!
-//! Layout: A is packed as pairs along k (one 32-bit word per pair, broadcast to every lane), B
-//! as `[k/2][n][2]` (sixteen columns' pairs per 512-bit register); k is padded with a zero to
-//! even. The kernel keeps an 8 × 32 block of C in sixteen registers (12 × 32 in 24 ran at 0.7 of
+//! Layout: A is packed as pairs along k (one 32-bit word per pair, broadcast to every lane) in
+//! panels of eight rows, `[k/2][8]`, B as `[k/2][n][2]` (sixteen columns' pairs per 512-bit
+//! register); k is padded with a zero to even. Each operand is packed from its own layout:
+//! a linear layer's weight read as `W^T` is packed from its rows, not read across them. The kernel keeps an 8 × 32 block of C in sixteen registers (12 × 32 in 24 ran at 0.7 of
 //! its speed here).
 
 use crate::pool::{for_each_piece, SharedMut};
@@ -74,6 +75,15 @@ fn pair(even: f32, odd: f32) -> u32 {
     to_bf16(even) as u32 | (to_bf16(odd) as u32) << 16
 }
 
+/// `row` rounded to bfloat16 into `halves` (one more zero where the row is odd), in one
+/// vectorized pass.
+fn round_row(row: &[f32], halves: &mut [u16]) {
+    for (h, &x) in halves.iter_mut().zip(row) {
+        *h = to_bf16(x);
+    }
+    halves[row.len()..].fill(0);
+}
+
 /// Which path [`matmul_bf16`] takes on this machine: "avx512_bf16" or "portable".
 pub fn kernel() -> &'static str {
     if has_avx512_bf16() {
@@ -98,6 +108,25 @@ fn has_avx512_bf16() -> bool {
 /// more than they save (attention's products, a small model's layers).
 const THREAD_FROM: usize = 1 << 20;
 
+/// The most packed words (16 MiB) a thread keeps between products.
+const KEEP_PACKED_WORDS: usize = 1 << 22;
+
+thread_local! {
+    /// This thread's packing buffers for A and B, reused by the next product.
+    static PACKED: std::cell::RefCell<(Vec<u32>, Vec<u32>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    };
+}
+
+/// The first `len` words of `buffer`, grown if needed (not cleared: packing writes every word
+/// a block reads; the padding's are multiplied only into columns and rows no one keeps).
+fn room(buffer: &mut Vec<u32>, len: usize) -> *mut u32 {
+    if buffer.len() < len {
+        buffer.resize(len, 0);
+    }
+    buffer.as_mut_ptr()
+}
+
 /// `run(0..pieces)`, on the workers when the product is large enough to pay for them.
 fn pieces(count: usize, threaded: bool, run: impl Fn(usize) + Sync) {
     if threaded {
@@ -107,31 +136,44 @@ fn pieces(count: usize, threaded: bool, run: impl Fn(usize) + Sync) {
     }
 }
 
-/// A (`m × k`) packed as bfloat16 pairs along k: `[m][k/2]` words, the even element in the low
-/// half. Rows in memory (`stride 1` along k) and columns in memory (a transposed operand, such
-/// as `dY^T` in a weight's gradient) are each read in their own order; any other view
-/// element by element.
-fn pack_a(a: &ArrayView2<f32>, threaded: bool) -> Vec<u32> {
+/// Where A's pair `p` of row `i` sits in the packed A: panels of [`MR`] rows, each `[k/2][MR]`
+/// words, so that a kernel block reads its rows' words for one pair from one place.
+fn a_index(i: usize, p: usize, kp: usize) -> usize {
+    (i / MR) * MR * kp + p * MR + i % MR
+}
+
+/// A (`m × k`) packed as bfloat16 pairs along k, the even element in the low half, in panels
+/// of [`MR`] rows ([`a_index`]; m padded with zero rows). Rows in memory (`stride 1` along k)
+/// and columns in memory (a transposed operand, such as `dY^T` in a weight's gradient) are
+/// each read in their own order; any other view element by element.
+fn pack_a(a: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) {
     let (m, k) = a.dim();
     let kp = k.div_ceil(2);
-    let mut packed = vec![0u32; m * kp];
-    let out = SharedMut(packed.as_mut_ptr());
+    let out = SharedMut(room(packed, m.div_ceil(MR) * MR * kp));
     let (rs, cs) = (a.strides()[0], a.strides()[1]);
     pieces(m.div_ceil(PACK_ROWS), threaded, |piece| {
         let rows = piece * PACK_ROWS..m.min((piece + 1) * PACK_ROWS);
-        // SAFETY: each piece writes only its own rows of `packed` (m·kp words), and reads
-        // elements (i, p) with i < m, p < k, inside the view.
+        // SAFETY: each piece writes only its own rows' words (PACK_ROWS is a multiple of MR, so
+        // whole panels), and reads elements (i, p) with i < m, p < k, inside the view.
         unsafe {
             let at = |i: usize, p: usize| *a.as_ptr().offset(i as isize * rs + p as isize * cs);
             if cs == 1 {
-                for i in rows {
-                    let row = std::slice::from_raw_parts(a.as_ptr().offset(i as isize * rs), k);
-                    let words = std::slice::from_raw_parts_mut(out.ptr().add(i * kp), kp);
-                    for (word, two) in words.iter_mut().zip(row.chunks_exact(2)) {
-                        *word = pair(two[0], two[1]);
+                // A panel's rows rounded in one pass each, then laid out pair by pair.
+                let mut halves = vec![0u16; MR * 2 * kp];
+                for first in rows.step_by(MR) {
+                    let panel = first..m.min(first + MR);
+                    for (r, i) in panel.clone().enumerate() {
+                        let row = std::slice::from_raw_parts(a.as_ptr().offset(i as isize * rs), k);
+                        round_row(row, &mut halves[r * 2 * kp..(r + 1) * 2 * kp]);
                     }
-                    if k % 2 == 1 {
-                        words[kp - 1] = pair(row[k - 1], 0.0);
+                    let words = out.ptr().add(a_index(first, 0, kp));
+                    let h = halves.as_ptr();
+                    for p in 0..kp {
+                        for r in 0..panel.len() {
+                            let at = r * 2 * kp + 2 * p; // < MR · 2kp, inside `halves`
+                            *words.add(p * MR + r) =
+                                *h.add(at) as u32 | (*h.add(at + 1) as u32) << 16;
+                        }
                     }
                 }
             } else {
@@ -139,42 +181,54 @@ fn pack_a(a: &ArrayView2<f32>, threaded: bool) -> Vec<u32> {
                 for p in 0..kp {
                     for i in rows.clone() {
                         let odd = if 2 * p + 1 < k { at(i, 2 * p + 1) } else { 0.0 };
-                        *out.ptr().add(i * kp + p) = pair(at(i, 2 * p), odd);
+                        *out.ptr().add(a_index(i, p, kp)) = pair(at(i, 2 * p), odd);
                     }
                 }
             }
         }
     });
-    packed
 }
 
 /// B (`k × n`) packed as `[k/2][n_padded]` words of a pair along k (the even element in the
 /// low half), n padded to a multiple of [`NR`]. Row-major B (activations, `dY`) interleaves two
 /// rows; column-major B (a linear layer's weight read as `W^T`) turns each weight row's pairs
 /// into a column of words.
-fn pack_b(b: &ArrayView2<f32>, threaded: bool) -> (Vec<u32>, usize) {
+fn pack_b(b: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) -> usize {
     let (k, n) = b.dim();
     let (kp, np) = (k.div_ceil(2), n.div_ceil(NR) * NR);
-    let mut packed = vec![0u32; kp * np];
-    let out = SharedMut(packed.as_mut_ptr());
+    let out = SharedMut(room(packed, kp * np));
     let (rs, cs) = (b.strides()[0], b.strides()[1]);
     // SAFETY (for `at`): only (p, j) with p < k, j < n are read, inside the view.
     let at = |p: usize, j: usize| unsafe { *b.as_ptr().offset(p as isize * rs + j as isize * cs) };
     if rs == 1 && cs != 1 {
-        // Column-major: a panel of NR columns per piece, each column's pairs contiguous.
+        // Column-major: a panel of NR columns per piece; each column (a weight's row) is
+        // rounded in one pass, then laid out pair by pair.
         pieces(np / NR, threaded, |panel| {
             let columns = panel * NR..n.min((panel + 1) * NR);
+            let mut halves = vec![0u16; NR * 2 * kp];
+            for (c, j) in columns.clone().enumerate() {
+                // SAFETY: column j of the view: k elements in memory from (0, j).
+                let column =
+                    unsafe { std::slice::from_raw_parts(b.as_ptr().offset(j as isize * cs), k) };
+                round_row(column, &mut halves[c * 2 * kp..(c + 1) * 2 * kp]);
+            }
+            let h = halves.as_ptr();
             for p in 0..kp {
-                for j in columns.clone() {
-                    let odd = if 2 * p + 1 < k { at(2 * p + 1, j) } else { 0.0 };
-                    // SAFETY: each piece writes only its own columns of `packed`.
-                    unsafe { *out.ptr().add(p * np + j) = pair(at(2 * p, j), odd) };
+                for (c, j) in columns.clone().enumerate() {
+                    let at = c * 2 * kp + 2 * p; // < NR · 2kp, inside `halves`
+                                                 // SAFETY: `at + 1` is inside `halves`; each piece writes only its own
+                                                 // columns of `packed`.
+                    unsafe {
+                        *out.ptr().add(p * np + j) =
+                            *h.add(at) as u32 | (*h.add(at + 1) as u32) << 16
+                    };
                 }
             }
         });
-        return (packed, np);
+        return np;
     }
     pieces(kp.div_ceil(PACK_ROWS), threaded, |piece| {
+        let (mut even_halves, mut odd_halves) = (vec![0u16; n], vec![0u16; n]);
         for p in piece * PACK_ROWS..kp.min((piece + 1) * PACK_ROWS) {
             // SAFETY: each piece writes only its own pair rows of `packed`.
             let words = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(p * np), n) };
@@ -183,17 +237,18 @@ fn pack_b(b: &ArrayView2<f32>, threaded: bool) -> (Vec<u32>, usize) {
                 let even = unsafe {
                     std::slice::from_raw_parts(b.as_ptr().offset(2 * p as isize * rs), n)
                 };
+                // Each row rounded in one vectorized pass, then the two interleaved.
+                round_row(even, &mut even_halves[..n]);
                 if 2 * p + 1 < k {
                     let odd = unsafe {
                         std::slice::from_raw_parts(b.as_ptr().offset((2 * p + 1) as isize * rs), n)
                     };
-                    for ((word, &e), &o) in words.iter_mut().zip(even).zip(odd) {
-                        *word = pair(e, o);
-                    }
+                    round_row(odd, &mut odd_halves[..n]);
                 } else {
-                    for (word, &e) in words.iter_mut().zip(even) {
-                        *word = pair(e, 0.0);
-                    }
+                    odd_halves.fill(0);
+                }
+                for ((word, &e), &o) in words.iter_mut().zip(&even_halves).zip(&odd_halves) {
+                    *word = e as u32 | (o as u32) << 16;
                 }
             } else {
                 for (j, word) in words.iter_mut().enumerate() {
@@ -203,7 +258,7 @@ fn pack_b(b: &ArrayView2<f32>, threaded: bool) -> (Vec<u32>, usize) {
             }
         }
     });
-    (packed, np)
+    np
 }
 
 // ANCHOR: matmul_bf16_portable
@@ -212,7 +267,9 @@ fn pack_b(b: &ArrayView2<f32>, threaded: bool) -> (Vec<u32>, usize) {
 /// denormal, as `vdpbf16ps` adds.
 pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     let (a, b) = views(a, b, m, k, n);
-    let (pa, (pb, np)) = (pack_a(&a, false), pack_b(&b, false));
+    let (mut pa, mut pb) = (Vec::new(), Vec::new());
+    pack_a(&a, false, &mut pa);
+    let np = pack_b(&b, false, &mut pb);
     let kp = k.div_ceil(2);
     let halves = |word: u32| (from_bf16(word as u16), from_bf16((word >> 16) as u16));
     let mut c = vec![0f32; m * n];
@@ -220,7 +277,7 @@ pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) 
         for j in 0..n {
             let mut acc = 0f32;
             for p in 0..kp {
-                let (a_even, a_odd) = halves(pa[i * kp + p]);
+                let (a_even, a_odd) = halves(pa[a_index(i, p, kp)]);
                 let (b_even, b_odd) = halves(pb[p * np + j]);
                 acc = flush(acc + a_odd * b_odd);
                 acc = flush(acc + a_even * b_even);
@@ -292,7 +349,9 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
         return;
     }
     let threaded = m * k * n >= THREAD_FROM;
-    let (pa, (pb, np)) = (pack_a(a, threaded), pack_b(b, threaded));
+    let (mut pa, mut pb) = PACKED.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    pack_a(a, threaded, &mut pa);
+    let np = pack_b(b, threaded, &mut pb);
     let kp = k.div_ceil(2);
     let out = SharedMut(c);
     let row_blocks = m.div_ceil(MR);
@@ -312,6 +371,11 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
         }
         unsafe { portable::block(a, kp, rows, b, np, c, n, cols) };
     });
+    // Kept for the next product on this thread, unless large (a GPT-2 head's weight packs to
+    // 77 MB): packing into fresh pages cost a quarter of a 1024³ product in page faults.
+    if pa.capacity() + pb.capacity() <= KEEP_PACKED_WORDS {
+        PACKED.with(|p| *p.borrow_mut() = (pa, pb));
+    }
 }
 
 /// The portable path in the kernel's blocks: [`matmul_bf16_portable`]'s adds, eight rows by
@@ -379,7 +443,7 @@ mod portable {
             let b_even: [f32; NR] = std::array::from_fn(|j| from_bf16(words[j] as u16));
             let b_odd: [f32; NR] = std::array::from_fn(|j| from_bf16((words[j] >> 16) as u16));
             for (r, acc_r) in acc.iter_mut().enumerate().take(rows) {
-                let word = a[r * kp + p];
+                let word = a[p * MR + r];
                 let (a_even, a_odd) = (from_bf16(word as u16), from_bf16((word >> 16) as u16));
                 for j in 0..NR {
                     let sum = flush(acc_r[j] + a_odd * b_odd[j]);
@@ -444,12 +508,12 @@ mod avx512 {
     use super::{MR, NR};
     use std::arch::x86_64::*;
 
-    /// One block of C: `rows ≤ MR` rows of packed A (`kp` words each) times the packed B
+    /// One block of C: `rows ≤ MR` rows of a packed A panel (`[kp][MR]` words) times the packed B
     /// columns starting at `b` (row stride `np` pairs), into `c` (row stride `ldc`), of which
     /// the first `cols ≤ NR` columns are written.
     ///
     /// # Safety
-    /// The CPU must have avx512f and avx512bf16; `a` must hold `rows × kp` words, `b` the
+    /// The CPU must have avx512f and avx512bf16; `a` must hold a panel of `kp × MR` words, `b` the
     /// `kp` rows of [`NR`] pair words, `c` `rows` rows of `cols` floats.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512bf16")]
@@ -487,7 +551,7 @@ mod avx512 {
         ldc: usize,
         cols: usize,
     ) {
-        assert!(a.len() >= (ROWS - 1) * kp + kp && b.len() >= (kp - 1) * np + NR);
+        assert!(a.len() >= kp * MR && b.len() >= (kp - 1) * np + NR);
         let (a, b) = (a.as_ptr(), b.as_ptr());
         let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
         for p in 0..kp {
@@ -497,7 +561,7 @@ mod avx512 {
                 std::mem::transmute(_mm512_loadu_si512(row.add(16) as *const __m512i));
             for (r, acc_r) in acc.iter_mut().enumerate() {
                 let pair: __m512bh =
-                    std::mem::transmute(_mm512_set1_epi32(*a.add(r * kp + p) as i32));
+                    std::mem::transmute(_mm512_set1_epi32(*a.add(p * MR + r) as i32));
                 acc_r[0] = _mm512_dpbf16_ps(acc_r[0], pair, b0);
                 acc_r[1] = _mm512_dpbf16_ps(acc_r[1], pair, b1);
             }
