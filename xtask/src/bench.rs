@@ -297,7 +297,7 @@ const ROWS: &[Row] = &[
     Row {
         name: "gpt-cpu-step",
         workload: "lecture 7 cpu step (B12 T64 4×128)",
-        goal: Some(0.6),
+        goal: Some(0.8),
         memory_goal: None,
         versus: Versus::Nothing,
     },

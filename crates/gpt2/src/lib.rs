@@ -23,6 +23,9 @@
 //!   Shakespeare within 0.02 of PyTorch's run of it (5.6154) and below a
 //!   counted token bigram's (5.8588); a resumed run bit for bit the
 //!   uninterrupted one ([`checkpoint`]);
+//! - the same recipe with bfloat16 products (`--dtype bfloat16`, as train_gpt2.py autocasts on a
+//!   CPU): its first five losses within 1.46e-4 and its val loss within b = 0.0159 of PyTorch's
+//!   autocast run (5.6195), each tolerance PyTorch's own largest bf16−f32 gap over 3 seeds;
 //! - data-parallel training (ba2554a) over MPI with the `mpi` feature
 //!   ([`ddp`]): 2 ranks give one process's loss curve within 1e-5 relative
 //!   for 20 steps of the `cpu` model, the all-reduce gives the mean on every

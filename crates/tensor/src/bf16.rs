@@ -474,9 +474,9 @@ static BFLOAT16: AtomicBool = AtomicBool::new(false);
 /// Sets the precision of every `Tensor::matmul` in this process from now on (linear layers,
 /// batched products, attention's two products, and their gradients).
 ///
-/// Measured on this machine (2 threads, one run each) it does not yet pay: every product packs
-/// its operands anew and small products lose gemm's fast path. GPT-2 124M steps took 1.12× and
-/// 0.99× their float32 time (B4 T64, B1 T1024), lecture 7's `full` step 1.49×.
+/// Measured on this machine (2 threads, `cargo xtask bench`, one round): GPT-2 124M steps take
+/// 0.85× and 0.79× their float32 time (B4 T64, B1 T1024), lecture 7's `full` step 1.09×:
+/// small products (attention's) and everything that is not a product do not get faster.
 pub fn set_precision(precision: Precision) {
     BFLOAT16.store(precision == Precision::Bfloat16, Ordering::SeqCst);
 }
