@@ -164,13 +164,24 @@ impl Tensor {
         let per_piece = values.len().div_ceil(threads.max(1)).max(1);
         for_each_piece(values.len().div_ceil(per_piece), |piece| {
             let part = &values[piece * per_piece..values.len().min((piece + 1) * per_piece)];
-            // Bits above the largest finite magnitude's: a comparison of
-            // signed integers, which the compiler vectorises.
-            let off = part.iter().fold(false, |off, v| {
-                off | ((v.to_bits() & 0x7fff_ffff) as i32 > f32::MAX.to_bits() as i32)
-            });
-            if off {
-                let held = kinds(&mut part.iter().copied());
+            // The largest magnitude's bits, an integer maximum the compiler
+            // vectorises (a fold of bools it left scalar): above f32::MAX's
+            // is off, above +inf's is NaN.
+            let largest = part
+                .iter()
+                .fold(0u32, |largest, v| largest.max(v.to_bits() & 0x7fff_ffff));
+            if largest > f32::MAX.to_bits() {
+                // Each infinity is one bit pattern; a masked attention's -inf
+                // is off on every step, so this pass is vectorised too.
+                let (inf, neg_inf) = (f32::INFINITY.to_bits(), f32::NEG_INFINITY.to_bits());
+                let (pos, neg) = part.iter().fold((0u32, 0u32), |(pos, neg), v| {
+                    let bits = v.to_bits();
+                    (
+                        pos | u32::from(bits == inf),
+                        neg | u32::from(bits == neg_inf),
+                    )
+                });
+                let held = [largest > inf, pos != 0, neg != 0];
                 let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
                 for (f, h) in found.iter_mut().zip(held) {
                     *f |= h;
