@@ -276,6 +276,14 @@ impl Tensor {
         let out = crate::elementwise::parallel_collect(self.len(), cols, |start, piece| {
             let first_row = start / cols;
             for (t, tile) in piece.chunks_mut(TILE * cols).enumerate() {
+                let first = first_row + t * TILE;
+                if tile.len() == TILE * cols && first % rows + TILE <= rows {
+                    // Sixteen whole rows of one matrix: 16×16 blocks through
+                    // registers, read and written sixteen values at a time.
+                    let base = (first / rows) * cols * rows + first % rows;
+                    transpose_block_rows(&values[base..], rows, cols, tile);
+                    continue;
+                }
                 // Output row g is row i of matrix b: column i of that
                 // matrix's source, which starts at `column[k]`.
                 let mut column = [0; TILE];
@@ -297,6 +305,32 @@ impl Tensor {
     /// Whether the buffer is row-major with no gaps.
     pub fn is_contiguous(&self) -> bool {
         self.data.is_standard_layout()
+    }
+}
+
+/// Sixteen output rows of a transposed copy: `tile[k·cols + j] =
+/// source[j·stride + k]` for `k < 16`, `j < cols`, a 16×16 block at a time
+/// (sixteen contiguous reads, then sixteen contiguous writes).
+fn transpose_block_rows(
+    source: &[f32],
+    stride: usize,
+    cols: usize,
+    tile: &mut [std::mem::MaybeUninit<f32>],
+) {
+    const TILE: usize = 16;
+    let mut j0 = 0;
+    while j0 < cols {
+        let width = TILE.min(cols - j0);
+        let mut block = [[0f32; TILE]; TILE];
+        for (jj, line) in block.iter_mut().enumerate().take(width) {
+            line.copy_from_slice(&source[(j0 + jj) * stride..][..TILE]);
+        }
+        for (k, row) in tile.chunks_exact_mut(cols).enumerate() {
+            for (jj, out) in row[j0..j0 + width].iter_mut().enumerate() {
+                out.write(block[jj][k]);
+            }
+        }
+        j0 += width;
     }
 }
 

@@ -182,6 +182,8 @@ fn a_transposed_matrix_or_stack_copies_in_logical_order() {
     for (shape, swap) in [
         (vec![53, 37], (0, 1)),
         (vec![3, 20, 17], (1, 2)),
+        // Whole 16-row tiles of each matrix, 40 columns: 16×16 blocks and a part.
+        (vec![4, 40, 32], (1, 2)),
         (vec![2304, 768], (0, 1)),
     ] {
         let n: usize = shape.iter().product();
