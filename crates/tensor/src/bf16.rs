@@ -13,21 +13,25 @@
 //! equals that order, `tests/bf16.rs`). The portable path adds in the same order with the same
 //! flushes, so it gives the kernel's values bit for bit and every test runs on any machine.
 //!
-//! Layout: A is packed as pairs along k (one 32-bit word per pair, broadcast to every lane) in
-//! panels of eight rows, `[k/2][8]`, B as `[k/2][n][2]` (sixteen columns' pairs per 512-bit
-//! register); k is padded with a zero to even. Each operand is packed from its own layout:
-//! a linear layer's weight read as `W^T` is packed from its rows, not read across them. The kernel keeps an 8 × 32 block of C in sixteen registers (12 × 32 in 24 ran at 0.7 of
-//! its speed here).
+//! Layout: each operand is packed as pairs along k (one 32-bit word per pair; k padded with a
+//! zero to even), from its own layout: A in rows row by row (a pair's word broadcast to every
+//! lane), A in columns (a transposed operand) a pair's rows side by side, B in panels of 32
+//! columns, `[k/2][32]` (sixteen columns' pairs per 512-bit register); a linear layer's weight
+//! read as `W^T` is packed from its rows, not read across them. The kernel keeps an 8 × 32
+//! block of C in sixteen registers (12 × 32 in 24 ran at 0.7 of its speed here). Around it,
+//! the blocking of Goto and van de Geijn's GEMM: each piece of work packs its 128 rows of A
+//! just before it multiplies them, and k goes in passes that keep B's panel in L1.
 
-use crate::pool::{for_each_piece, SharedMut};
+use crate::pool::{for_each_piece, in_piece, SharedMut};
 use ndarray::ArrayView2;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Rows of C per kernel block.
 const MR: usize = 8;
 /// Columns of C per kernel block: two registers of sixteen.
 const NR: usize = 32;
-/// Rows of an operand each thread packs at a time.
+/// Pairs along k of an operand each thread packs at a time (B, and A in columns).
 const PACK_ROWS: usize = 64;
 
 /// `x` rounded to bfloat16 (to nearest, ties to even), as its 16 bits; NaN stays NaN. A value
@@ -108,18 +112,30 @@ fn has_avx512_bf16() -> bool {
 /// more than they save (attention's products, a small model's layers).
 const THREAD_FROM: usize = 1 << 20;
 
+/// Pairs along k in one pass over a block of C, at most, as Goto and van de Geijn block a GEMM
+/// ("Anatomy of high-performance matrix multiplication", 2008): a B panel of 192 pairs by
+/// [`NR`] columns (24 KiB) stays in L1 while a piece's rows of A pass it. Each pass adds onto
+/// the sums the last one left in C, in the same order, so the blocking never changes a value.
+const KC: usize = 192;
+/// Rows of C in one piece of work: the piece packs these rows of A itself, just before it
+/// multiplies them, so that they are read from memory once and used from L2.
+const MC: usize = 128;
+
 /// The most packed words (16 MiB) a thread keeps between products.
 const KEEP_PACKED_WORDS: usize = 1 << 22;
 
 thread_local! {
-    /// This thread's packing buffers for A and B, reused by the next product.
+    /// The calling thread's packing buffers for B and for A in columns, reused by its next
+    /// product.
     static PACKED: std::cell::RefCell<(Vec<u32>, Vec<u32>)> = const {
         std::cell::RefCell::new((Vec::new(), Vec::new()))
     };
+    /// A thread's buffer for a piece's rows of A, reused by its next piece.
+    static PACKED_ROWS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The first `len` words of `buffer`, grown if needed (not cleared: packing writes every word
-/// a block reads; the padding's are multiplied only into columns and rows no one keeps).
+/// a block reads).
 fn room(buffer: &mut Vec<u32>, len: usize) -> *mut u32 {
     if buffer.len() < len {
         buffer.resize(len, 0);
@@ -136,129 +152,202 @@ fn pieces(count: usize, threaded: bool, run: impl Fn(usize) + Sync) {
     }
 }
 
-/// Where A's pair `p` of row `i` sits in the packed A: panels of [`MR`] rows, each `[k/2][MR]`
-/// words, so that a kernel block reads its rows' words for one pair from one place.
-fn a_index(i: usize, p: usize, kp: usize) -> usize {
-    (i / MR) * MR * kp + p * MR + i % MR
+/// How a packed A lies: row `r`'s pair `p` at `r · row + p · pair` words from its panel of
+/// [`MR`] rows ([`Strides::index`]).
+#[derive(Clone, Copy)]
+struct Strides {
+    row: usize,
+    pair: usize,
 }
 
-/// A (`m × k`) packed as bfloat16 pairs along k, the even element in the low half, in panels
-/// of [`MR`] rows ([`a_index`]; m padded with zero rows). Rows in memory (`stride 1` along k)
-/// and columns in memory (a transposed operand, such as `dY^T` in a weight's gradient) are
-/// each read in their own order; any other view element by element.
-fn pack_a(a: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) {
-    let (m, k) = a.dim();
+impl Strides {
+    /// Where row `r`'s pair `p` lies.
+    fn index(self, r: usize, p: usize) -> usize {
+        r * self.row + p * self.pair
+    }
+}
+
+/// `words` rounded up to 64 bytes times an odd number. Rows of a packed operand this far apart
+/// fall in different cache sets: a power of two apart, the lines a kernel reads side by side
+/// would share a few sets and evict each other and the other operand's panel.
+fn spaced(words: usize) -> usize {
+    (words.div_ceil(16) | 1) * 16
+}
+
+/// Rows `rows` of A (`m × k`), in rows in memory (`stride 1` along k) or any view but columns,
+/// packed row by row as bfloat16 pairs along k: each row rounded in one pass, whose halves are
+/// its words (the even element in the low half; k padded with a zero to even).
+fn pack_a_rows(a: &ArrayView2<f32>, rows: Range<usize>, packed: &mut Vec<u32>) -> Strides {
+    let k = a.dim().1;
     let kp = k.div_ceil(2);
-    let out = SharedMut(room(packed, m.div_ceil(MR) * MR * kp));
+    let row_words = spaced(kp);
+    let out = room(packed, rows.len() * row_words);
     let (rs, cs) = (a.strides()[0], a.strides()[1]);
-    pieces(m.div_ceil(PACK_ROWS), threaded, |piece| {
-        let rows = piece * PACK_ROWS..m.min((piece + 1) * PACK_ROWS);
-        // SAFETY: each piece writes only its own rows' words (PACK_ROWS is a multiple of MR, so
-        // whole panels), and reads elements (i, p) with i < m, p < k, inside the view.
-        unsafe {
-            let at = |i: usize, p: usize| *a.as_ptr().offset(i as isize * rs + p as isize * cs);
-            if cs == 1 {
-                // A panel's rows rounded in one pass each, then laid out pair by pair.
-                let mut halves = vec![0u16; MR * 2 * kp];
-                for first in rows.step_by(MR) {
-                    let panel = first..m.min(first + MR);
-                    for (r, i) in panel.clone().enumerate() {
-                        let row = std::slice::from_raw_parts(a.as_ptr().offset(i as isize * rs), k);
-                        round_row(row, &mut halves[r * 2 * kp..(r + 1) * 2 * kp]);
-                    }
-                    let words = out.ptr().add(a_index(first, 0, kp));
-                    let h = halves.as_ptr();
-                    for p in 0..kp {
-                        for r in 0..panel.len() {
-                            let at = r * 2 * kp + 2 * p; // < MR · 2kp, inside `halves`
-                            *words.add(p * MR + r) =
-                                *h.add(at) as u32 | (*h.add(at + 1) as u32) << 16;
-                        }
-                    }
-                }
+    // SAFETY (for `element`): only (i, p) with i in `rows` (within m) and p < k are read.
+    let element =
+        |i: usize, p: usize| unsafe { *a.as_ptr().offset(i as isize * rs + p as isize * cs) };
+    for (r, i) in rows.enumerate() {
+        // SAFETY: row r's kp words are inside `packed`.
+        let words = unsafe { std::slice::from_raw_parts_mut(out.add(r * row_words), kp) };
+        if cs == 1 {
+            // SAFETY: row i of the view: k elements in memory.
+            let row = unsafe { std::slice::from_raw_parts(a.as_ptr().offset(i as isize * rs), k) };
+            round_row_into_words(row, words);
+        } else {
+            for (p, word) in words.iter_mut().enumerate() {
+                let odd = if 2 * p + 1 < k {
+                    element(i, 2 * p + 1)
+                } else {
+                    0.0
+                };
+                *word = pair(element(i, 2 * p), odd);
+            }
+        }
+    }
+    Strides {
+        row: row_words,
+        pair: 1,
+    }
+}
+
+/// A (`m × k`) in columns in memory (a transposed operand, such as `dY^T` in a weight's
+/// gradient), packed whole before the product: for each chunk of [`MC`] rows, `[k/2][rows]`
+/// words, a pair's rows side by side. Two of A's columns (rows of its memory, read whole) are
+/// rounded in one pass each and interleaved. Returns the strides and the words per chunk.
+fn pack_a_columns(a: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) -> (Strides, usize) {
+    let (m, k) = a.dim();
+    let (kp, cs) = (k.div_ceil(2), a.strides()[1]);
+    let pair_words = spaced(MC.min(m));
+    let chunk_words = kp * pair_words;
+    let out = SharedMut(room(packed, m.div_ceil(MC) * chunk_words));
+    pieces(kp.div_ceil(PACK_ROWS), threaded, |piece| {
+        let (mut even, mut odd) = (vec![0u16; m], vec![0u16; m]);
+        for p in piece * PACK_ROWS..kp.min((piece + 1) * PACK_ROWS) {
+            // SAFETY: column q of the view holds its m rows contiguously.
+            let column = |q: usize| unsafe {
+                std::slice::from_raw_parts(a.as_ptr().offset(q as isize * cs), m)
+            };
+            round_row(column(2 * p), &mut even);
+            if 2 * p + 1 < k {
+                round_row(column(2 * p + 1), &mut odd);
             } else {
-                // Down the columns: two columns make one word per row.
-                for p in 0..kp {
-                    for i in rows.clone() {
-                        let odd = if 2 * p + 1 < k { at(i, 2 * p + 1) } else { 0.0 };
-                        *out.ptr().add(a_index(i, p, kp)) = pair(at(i, 2 * p), odd);
-                    }
+                odd.fill(0);
+            }
+            for (chunk, first) in (0..m).step_by(MC).enumerate() {
+                let rows = first..m.min(first + MC);
+                // SAFETY: pair p's words of this chunk, written by this piece only.
+                let words = unsafe {
+                    let at = out.ptr().add(chunk * chunk_words + p * pair_words);
+                    std::slice::from_raw_parts_mut(at, rows.len())
+                };
+                for ((word, &e), &o) in words.iter_mut().zip(&even[rows.clone()]).zip(&odd[rows]) {
+                    *word = e as u32 | (o as u32) << 16;
                 }
             }
         }
     });
+    (
+        Strides {
+            row: 1,
+            pair: pair_words,
+        },
+        chunk_words,
+    )
 }
 
-/// B (`k × n`) packed as `[k/2][n_padded]` words of a pair along k (the even element in the
-/// low half), n padded to a multiple of [`NR`]. Row-major B (activations, `dY`) interleaves two
-/// rows; column-major B (a linear layer's weight read as `W^T`) turns each weight row's pairs
-/// into a column of words.
+/// `row` rounded to bfloat16 pairs in `words` (`row.len().div_ceil(2)` of them), in one
+/// vectorized pass: the halves of a word in memory are its even element then its odd one.
+fn round_row_into_words(row: &[f32], words: &mut [u32]) {
+    // SAFETY: the words' memory as twice as many halves, every bit pattern a valid u16.
+    let halves = unsafe {
+        std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u16>(), 2 * words.len())
+    };
+    round_row(row, halves);
+    if cfg!(target_endian = "big") {
+        // The even element belongs in the low half, which big-endian stores second.
+        for word in words.iter_mut() {
+            *word = word.rotate_left(16);
+        }
+    }
+}
+
+/// B (`k × n`) packed as bfloat16 pairs along k (the even element in the low half), in
+/// panels of [`NR`] columns, each `[k/2][NR]` words and contiguous, so that a kernel reads its
+/// panel in order (n padded to a multiple of NR). Row-major B (activations, `dY`) interleaves
+/// two rows; column-major B (a linear layer's weight read as `W^T`) rounds each weight row in
+/// one pass and turns its pairs into a column of words; any other view element by element.
+/// Returns the words from one panel to the next.
 fn pack_b(b: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) -> usize {
     let (k, n) = b.dim();
     let (kp, np) = (k.div_ceil(2), n.div_ceil(NR) * NR);
-    let out = SharedMut(room(packed, kp * np));
+    let panel_words = spaced(kp * NR);
+    let out = SharedMut(room(packed, np / NR * panel_words));
+    // Where pair row p of column j lies.
+    let index = move |p: usize, j: usize| (j / NR) * panel_words + p * NR + j % NR;
     let (rs, cs) = (b.strides()[0], b.strides()[1]);
     // SAFETY (for `at`): only (p, j) with p < k, j < n are read, inside the view.
     let at = |p: usize, j: usize| unsafe { *b.as_ptr().offset(p as isize * rs + j as isize * cs) };
     if rs == 1 && cs != 1 {
-        // Column-major: a panel of NR columns per piece; each column (a weight's row) is
-        // rounded in one pass, then laid out pair by pair.
         pieces(np / NR, threaded, |panel| {
             let columns = panel * NR..n.min((panel + 1) * NR);
-            let mut halves = vec![0u16; NR * 2 * kp];
+            let mut words = vec![0u32; NR * kp]; // [column][pair]
             for (c, j) in columns.clone().enumerate() {
                 // SAFETY: column j of the view: k elements in memory from (0, j).
                 let column =
                     unsafe { std::slice::from_raw_parts(b.as_ptr().offset(j as isize * cs), k) };
-                round_row(column, &mut halves[c * 2 * kp..(c + 1) * 2 * kp]);
+                round_row_into_words(column, &mut words[c * kp..(c + 1) * kp]);
             }
-            let h = halves.as_ptr();
-            for p in 0..kp {
-                for (c, j) in columns.clone().enumerate() {
-                    let at = c * 2 * kp + 2 * p; // < NR · 2kp, inside `halves`
-                                                 // SAFETY: `at + 1` is inside `halves`; each piece writes only its own
-                                                 // columns of `packed`.
-                    unsafe {
-                        *out.ptr().add(p * np + j) =
-                            *h.add(at) as u32 | (*h.add(at + 1) as u32) << 16
-                    };
+            // SAFETY: the panel's kp · NR words, written by this piece only.
+            let panel_words = unsafe {
+                std::slice::from_raw_parts_mut(out.ptr().add(panel * panel_words), kp * NR)
+            };
+            for (p, line) in panel_words.chunks_exact_mut(NR).enumerate() {
+                for (c, word) in line.iter_mut().enumerate().take(columns.len()) {
+                    *word = words[c * kp + p];
                 }
             }
         });
-        return np;
+        return panel_words;
     }
     pieces(kp.div_ceil(PACK_ROWS), threaded, |piece| {
         let (mut even_halves, mut odd_halves) = (vec![0u16; n], vec![0u16; n]);
         for p in piece * PACK_ROWS..kp.min((piece + 1) * PACK_ROWS) {
-            // SAFETY: each piece writes only its own pair rows of `packed`.
-            let words = unsafe { std::slice::from_raw_parts_mut(out.ptr().add(p * np), n) };
             if cs == 1 {
                 // SAFETY: rows 2p and 2p + 1 of the view, n elements each, in memory.
-                let even = unsafe {
-                    std::slice::from_raw_parts(b.as_ptr().offset(2 * p as isize * rs), n)
+                let row = |q: usize| unsafe {
+                    std::slice::from_raw_parts(b.as_ptr().offset(q as isize * rs), n)
                 };
                 // Each row rounded in one vectorized pass, then the two interleaved.
-                round_row(even, &mut even_halves[..n]);
+                round_row(row(2 * p), &mut even_halves);
                 if 2 * p + 1 < k {
-                    let odd = unsafe {
-                        std::slice::from_raw_parts(b.as_ptr().offset((2 * p + 1) as isize * rs), n)
-                    };
-                    round_row(odd, &mut odd_halves[..n]);
+                    round_row(row(2 * p + 1), &mut odd_halves);
                 } else {
                     odd_halves.fill(0);
                 }
-                for ((word, &e), &o) in words.iter_mut().zip(&even_halves).zip(&odd_halves) {
-                    *word = e as u32 | (o as u32) << 16;
-                }
             } else {
-                for (j, word) in words.iter_mut().enumerate() {
-                    let odd = if 2 * p + 1 < k { at(2 * p + 1, j) } else { 0.0 };
-                    *word = pair(at(2 * p, j), odd);
+                for j in 0..n {
+                    even_halves[j] = to_bf16(at(2 * p, j));
+                    odd_halves[j] = if 2 * p + 1 < k {
+                        to_bf16(at(2 * p + 1, j))
+                    } else {
+                        0
+                    };
+                }
+            }
+            for first in (0..n).step_by(NR) {
+                let columns = first..n.min(first + NR);
+                // SAFETY: pair row p of one panel, written by this piece only.
+                let words = unsafe {
+                    std::slice::from_raw_parts_mut(out.ptr().add(index(p, first)), columns.len())
+                };
+                let (even, odd) = (&even_halves[columns.clone()], &odd_halves[columns]);
+                for ((word, &e), &o) in words.iter_mut().zip(even).zip(odd) {
+                    *word = e as u32 | (o as u32) << 16;
                 }
             }
         }
     });
-    np
+    panel_words
 }
 
 // ANCHOR: matmul_bf16_portable
@@ -266,19 +355,18 @@ fn pack_b(b: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) -> usize {
 /// element's product added, then the even one's, each sum rounded to float32 and flushed if
 /// denormal, as `vdpbf16ps` adds.
 pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-    let (a, b) = views(a, b, m, k, n);
-    let (mut pa, mut pb) = (Vec::new(), Vec::new());
-    pack_a(&a, false, &mut pa);
-    let np = pack_b(&b, false, &mut pb);
-    let kp = k.div_ceil(2);
-    let halves = |word: u32| (from_bf16(word as u16), from_bf16((word >> 16) as u16));
+    assert_eq!((a.len(), b.len()), (m * k, k * n), "matmul_bf16: shapes");
     let mut c = vec![0f32; m * n];
     for i in 0..m {
         for j in 0..n {
             let mut acc = 0f32;
-            for p in 0..kp {
-                let (a_even, a_odd) = halves(pa[a_index(i, p, kp)]);
-                let (b_even, b_odd) = halves(pb[p * np + j]);
+            for p in (0..k).step_by(2) {
+                let (a_even, b_even) = (round_bf16(a[i * k + p]), round_bf16(b[p * n + j]));
+                // An odd k's last pair is padded with a zero.
+                let (a_odd, b_odd) = match p + 1 < k {
+                    true => (round_bf16(a[i * k + p + 1]), round_bf16(b[(p + 1) * n + j])),
+                    false => (0.0, 0.0),
+                };
                 acc = flush(acc + a_odd * b_odd);
                 acc = flush(acc + a_even * b_even);
             }
@@ -343,107 +431,172 @@ pub(crate) unsafe fn matmul_bf16_views(a: &ArrayView2<f32>, b: &ArrayView2<f32>,
 unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel: bool) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     assert_eq!(k, b.dim().0, "matmul_bf16: inner sizes");
+    if m == 0 || n == 0 {
+        return;
+    }
     if k == 0 {
         // SAFETY: as this function's.
         unsafe { std::ptr::write_bytes(c, 0, m * n) };
         return;
     }
-    let threaded = m * k * n >= THREAD_FROM;
-    let (mut pa, mut pb) = PACKED.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    pack_a(a, threaded, &mut pa);
-    let np = pack_b(b, threaded, &mut pb);
-    let kp = k.div_ceil(2);
-    let out = SharedMut(c);
-    let row_blocks = m.div_ceil(MR);
-    let col_blocks = np / NR;
-    // Column-block-major: consecutive pieces share B's panel, which stays in cache.
-    pieces(row_blocks * col_blocks, threaded, |piece| {
-        let (rb, cb) = (piece % row_blocks, piece / row_blocks);
-        let (rows, cols) = (MR.min(m - rb * MR), NR.min(n - cb * NR));
-        let (a, b) = (&pa[rb * MR * kp..], &pb[cb * NR..]);
-        // SAFETY: each piece writes only its own rows rb·MR.. and columns cb·NR.. of C,
-        // within m × n; the kernel only where the CPU has it (the caller's word).
-        let c = unsafe { out.ptr().add(rb * MR * n + cb * NR) };
-        #[cfg(target_arch = "x86_64")]
-        if kernel {
-            unsafe { avx512::block(a, kp, rows, b, np, c, n, cols) };
-            return;
-        }
-        unsafe { portable::block(a, kp, rows, b, np, c, n, cols) };
+    let threaded = m * k * n >= THREAD_FROM && crate::max_threads() > 1 && !in_piece();
+    let (mut pb, mut pa) = PACKED.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    let panel_words = pack_b(b, threaded, &mut pb);
+    let (kp, np) = (k.div_ceil(2), n.div_ceil(NR) * NR);
+    // A in columns is packed whole, its memory read in long rows; A in rows is packed by each
+    // piece just before it multiplies them, so that they are read from memory once and used
+    // from L2.
+    let (rs, cs) = (a.strides()[0], a.strides()[1]);
+    let columns = (rs == 1 && cs != 1).then(|| pack_a_columns(a, threaded, &mut pa));
+    // Along k in passes of at most KC pairs, evened out.
+    let kc = kp.div_ceil(kp.div_ceil(KC));
+    let col_panels = np / NR;
+    let row_chunks = m.div_ceil(MC);
+    // Only when the row chunks are too few to share among the threads (a head's weight
+    // gradient: 64 rows, k = 16384) are the columns divided too, the pieces of one row chunk
+    // each packing its rows.
+    let wanted = if threaded {
+        4 * crate::max_threads()
+    } else {
+        1
+    };
+    let col_chunks = wanted.div_ceil(row_chunks).min(col_panels);
+    let chunk_cols = col_panels.div_ceil(col_chunks); // column panels per piece
+    let col_chunks = col_panels.div_ceil(chunk_cols);
+    let (a_words, b_words, out) = (
+        SharedMut(pa.as_mut_ptr()),
+        SharedMut(pb.as_mut_ptr()),
+        SharedMut(c),
+    );
+    pieces(row_chunks * col_chunks, threaded, |piece| {
+        let (rc, cc) = (piece % row_chunks, piece / row_chunks);
+        let rows = rc * MC..m.min((rc + 1) * MC);
+        PACKED_ROWS.with(|own| {
+            let mut own = own.borrow_mut();
+            let (a_chunk, strides) = match columns {
+                // SAFETY: chunk rc of the packed columns.
+                Some((strides, chunk_words)) => {
+                    (unsafe { a_words.ptr().add(rc * chunk_words) }, strides)
+                }
+                None => {
+                    let strides = pack_a_rows(a, rows.clone(), &mut own);
+                    (own.as_mut_ptr(), strides)
+                }
+            };
+            for cb in cc * chunk_cols..col_panels.min((cc + 1) * chunk_cols) {
+                for k0 in (0..kp).step_by(kc) {
+                    let pairs = kc.min(kp - k0);
+                    for first in rows.clone().step_by(MR) {
+                        let cols = NR.min(n - cb * NR);
+                        // SAFETY: the packed words of rows first.. from pair k0, and of B's
+                        // panel cb from pair row k0; each piece writes only its own rows and
+                        // columns of C, within m × n; the kernel only where the CPU has it
+                        // (the caller's word).
+                        unsafe {
+                            let block = Block {
+                                a: a_chunk.add(strides.index(first - rows.start, k0)),
+                                strides,
+                                pairs,
+                                rows: MR.min(rows.end - first),
+                                b: b_words.ptr().add(cb * panel_words + k0 * NR),
+                                c: out.ptr().add(first * n + cb * NR),
+                                ldc: n,
+                                cols,
+                                onto: k0 > 0,
+                            };
+                            #[cfg(target_arch = "x86_64")]
+                            if kernel {
+                                avx512::block(block);
+                                continue;
+                            }
+                            portable::block(block);
+                        }
+                    }
+                }
+            }
+            if own.capacity() > KEEP_PACKED_WORDS {
+                *own = Vec::new();
+            }
+        });
     });
     // Kept for the next product on this thread, unless large (a GPT-2 head's weight packs to
     // 77 MB): packing into fresh pages cost a quarter of a 1024³ product in page faults.
     if pa.capacity() + pb.capacity() <= KEEP_PACKED_WORDS {
-        PACKED.with(|p| *p.borrow_mut() = (pa, pb));
+        PACKED.with(|p| *p.borrow_mut() = (pb, pa));
     }
+}
+
+/// One kernel call: `rows ≤ MR` rows of C by `cols ≤ NR` columns, over `pairs` pairs along k.
+struct Block {
+    /// Row 0's first pair in the packed A; row `r`'s pair `p` at `r · row + p · pair` words.
+    a: *const u32,
+    strides: Strides,
+    pairs: usize,
+    rows: usize,
+    /// The packed B's panel, from the first pair row; pair rows [`NR`] words apart.
+    b: *const u32,
+    /// C's first element; rows `ldc` floats apart.
+    c: *mut f32,
+    ldc: usize,
+    cols: usize,
+    /// Add onto the sums in C (a later pass along k) rather than start from zero.
+    onto: bool,
 }
 
 /// The portable path in the kernel's blocks: [`matmul_bf16_portable`]'s adds, eight rows by
 /// thirty-two columns at a time, written so that the compiler vectorizes across columns (and
 /// compiled for AVX2 where the CPU has it: the same operations, so the same values).
 mod portable {
-    use super::{flush, from_bf16, MR, NR};
+    use super::{flush, from_bf16, Block, NR};
 
-    /// One block, with [`super::avx512::block`]'s arguments.
+    /// One block of C.
     ///
     /// # Safety
-    /// As [`super::avx512::block`]'s, without the CPU features.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn block(
-        a: &[u32],
-        kp: usize,
-        rows: usize,
-        b: &[u32],
-        np: usize,
-        c: *mut f32,
-        ldc: usize,
-        cols: usize,
-    ) {
+    /// `block`'s pointers must reach its rows, pairs and columns.
+    pub(super) unsafe fn block(block: Block) {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2; the rest as this function's.
-            return unsafe { block_avx2(a, kp, rows, b, np, c, ldc, cols) };
+            return unsafe { block_avx2(block) };
         }
         // SAFETY: as this function's.
-        unsafe { block_any(a, kp, rows, b, np, c, ldc, cols) }
+        unsafe { block_any(block) }
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx2")]
-    unsafe fn block_avx2(
-        a: &[u32],
-        kp: usize,
-        rows: usize,
-        b: &[u32],
-        np: usize,
-        c: *mut f32,
-        ldc: usize,
-        cols: usize,
-    ) {
+    unsafe fn block_avx2(block: Block) {
         // SAFETY: as the caller's.
-        unsafe { block_any(a, kp, rows, b, np, c, ldc, cols) }
+        unsafe { block_any(block) }
     }
 
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn block_any(
-        a: &[u32],
-        kp: usize,
-        rows: usize,
-        b: &[u32],
-        np: usize,
-        c: *mut f32,
-        ldc: usize,
-        cols: usize,
-    ) {
-        let mut acc = [[0f32; NR]; MR];
-        for p in 0..kp {
-            let words = &b[p * np..p * np + NR];
+    unsafe fn block_any(block: Block) {
+        let Block {
+            a,
+            strides,
+            pairs,
+            rows,
+            b,
+            c,
+            ldc,
+            cols,
+            onto,
+        } = block;
+        let mut acc = [[0f32; NR]; super::MR];
+        for (r, acc_r) in acc.iter_mut().enumerate().take(rows) {
+            if onto {
+                // SAFETY: row r of the block has `cols` floats (the caller's word).
+                unsafe { std::ptr::copy_nonoverlapping(c.add(r * ldc), acc_r.as_mut_ptr(), cols) };
+            }
+        }
+        for p in 0..pairs {
+            // SAFETY: pair row p has NR words from `b`; row r's pair p is in A (the caller's word).
+            let words = unsafe { std::slice::from_raw_parts(b.add(p * NR), NR) };
             let b_even: [f32; NR] = std::array::from_fn(|j| from_bf16(words[j] as u16));
             let b_odd: [f32; NR] = std::array::from_fn(|j| from_bf16((words[j] >> 16) as u16));
             for (r, acc_r) in acc.iter_mut().enumerate().take(rows) {
-                let word = a[p * MR + r];
+                let word = unsafe { *a.add(r * strides.row + p * strides.pair) };
                 let (a_even, a_odd) = (from_bf16(word as u16), from_bf16((word >> 16) as u16));
                 for j in 0..NR {
                     let sum = flush(acc_r[j] + a_odd * b_odd[j]);
@@ -505,77 +658,84 @@ impl std::str::FromStr for Precision {
 
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use super::{MR, NR};
+    use super::{Block, MR, NR};
     use std::arch::x86_64::*;
 
-    /// One block of C: `rows ≤ MR` rows of a packed A panel (`[kp][MR]` words) times the packed B
-    /// columns starting at `b` (row stride `np` pairs), into `c` (row stride `ldc`), of which
-    /// the first `cols ≤ NR` columns are written.
+    /// One block of C with `vdpbf16ps`.
     ///
     /// # Safety
-    /// The CPU must have avx512f and avx512bf16; `a` must hold a panel of `kp × MR` words, `b` the
-    /// `kp` rows of [`NR`] pair words, `c` `rows` rows of `cols` floats.
-    #[allow(clippy::too_many_arguments)]
+    /// The CPU must have avx512f and avx512bf16; `block`'s pointers must reach its rows, pairs
+    /// and columns.
     #[target_feature(enable = "avx512f,avx512bf16")]
-    pub(super) unsafe fn block(
-        a: &[u32],
-        kp: usize,
-        rows: usize,
-        b: &[u32],
-        np: usize,
-        c: *mut f32,
-        ldc: usize,
-        cols: usize,
-    ) {
-        // A full block's row count known to the compiler keeps all sixteen sums in registers.
-        match rows {
-            MR => unsafe { rows_of::<MR>(a, kp, b, np, c, ldc, cols) },
-            7 => unsafe { rows_of::<7>(a, kp, b, np, c, ldc, cols) },
-            6 => unsafe { rows_of::<6>(a, kp, b, np, c, ldc, cols) },
-            5 => unsafe { rows_of::<5>(a, kp, b, np, c, ldc, cols) },
-            4 => unsafe { rows_of::<4>(a, kp, b, np, c, ldc, cols) },
-            3 => unsafe { rows_of::<3>(a, kp, b, np, c, ldc, cols) },
-            2 => unsafe { rows_of::<2>(a, kp, b, np, c, ldc, cols) },
-            _ => unsafe { rows_of::<1>(a, kp, b, np, c, ldc, cols) },
+    pub(super) unsafe fn block(block: Block) {
+        // A row count and layout known to the compiler keep all sixteen sums in registers.
+        let panel = block.strides.row == 1;
+        macro_rules! rows {
+            ($($n:literal)*) => {
+                match (block.rows, panel) {
+                    $(($n, true) => unsafe { rows_of::<$n, true>(block) },
+                      ($n, false) => unsafe { rows_of::<$n, false>(block) },)*
+                    _ => unreachable!("a block has 1 to {MR} rows"),
+                }
+            };
         }
+        rows!(8 7 6 5 4 3 2 1)
     }
 
-    /// [`block`] with `ROWS` rows.
+    /// [`block`] with `ROWS` rows, A in panels (`PANEL`: a pair's rows side by side) or in rows.
     #[inline(always)]
-    unsafe fn rows_of<const ROWS: usize>(
-        a: &[u32],
-        kp: usize,
-        b: &[u32],
-        np: usize,
-        c: *mut f32,
-        ldc: usize,
-        cols: usize,
-    ) {
-        assert!(a.len() >= kp * MR && b.len() >= (kp - 1) * np + NR);
-        let (a, b) = (a.as_ptr(), b.as_ptr());
+    unsafe fn rows_of<const ROWS: usize, const PANEL: bool>(block: Block) {
+        let Block {
+            a,
+            strides,
+            pairs,
+            b,
+            c,
+            ldc,
+            cols,
+            onto,
+            ..
+        } = block;
+        // The block's columns as two masks of sixteen lanes.
+        let lanes = |from: usize| -> __mmask16 {
+            let count = cols.saturating_sub(from).min(16);
+            ((1u32 << count) - 1) as __mmask16
+        };
+        let (mask0, mask1) = (lanes(0), lanes(16));
         let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
-        for p in 0..kp {
-            let row = b.add(p * np);
-            let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(row as *const __m512i));
-            let b1: __m512bh =
-                std::mem::transmute(_mm512_loadu_si512(row.add(16) as *const __m512i));
+        if onto {
             for (r, acc_r) in acc.iter_mut().enumerate() {
-                let pair: __m512bh =
-                    std::mem::transmute(_mm512_set1_epi32(*a.add(p * MR + r) as i32));
+                let row = c.add(r * ldc);
+                acc_r[0] = _mm512_maskz_loadu_ps(mask0, row);
+                acc_r[1] = _mm512_maskz_loadu_ps(mask1, row.add(16));
+            }
+        }
+        // Each row's words, for A in rows: eight streams along k.
+        let row_start: [*const u32; ROWS] = std::array::from_fn(|r| a.add(r * strides.row));
+        for p in 0..pairs {
+            let words = b.add(p * NR);
+            let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(words as *const __m512i));
+            let b1: __m512bh =
+                std::mem::transmute(_mm512_loadu_si512(words.add(16) as *const __m512i));
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let word = if PANEL {
+                    *a.add(p * strides.pair + r)
+                } else {
+                    *row_start[r].add(p)
+                };
+                let pair: __m512bh = std::mem::transmute(_mm512_set1_epi32(word as i32));
                 acc_r[0] = _mm512_dpbf16_ps(acc_r[0], pair, b0);
                 acc_r[1] = _mm512_dpbf16_ps(acc_r[1], pair, b1);
             }
         }
         for (r, acc_r) in acc.iter().enumerate() {
-            let out = c.add(r * ldc);
+            let row = c.add(r * ldc);
             if cols == NR {
-                _mm512_storeu_ps(out, acc_r[0]);
-                _mm512_storeu_ps(out.add(16), acc_r[1]);
+                _mm512_storeu_ps(row, acc_r[0]);
+                _mm512_storeu_ps(row.add(16), acc_r[1]);
             } else {
-                let mut tmp = [0f32; NR];
-                _mm512_storeu_ps(tmp.as_mut_ptr(), acc_r[0]);
-                _mm512_storeu_ps(tmp.as_mut_ptr().add(16), acc_r[1]);
-                std::ptr::copy_nonoverlapping(tmp.as_ptr(), out, cols);
+                _mm512_mask_storeu_ps(row, mask0, acc_r[0]);
+                _mm512_mask_storeu_ps(row.add(16), mask1, acc_r[1]);
             }
         }
     }

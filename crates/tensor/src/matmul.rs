@@ -162,7 +162,12 @@ impl Tensor {
             let bv = b.data.broadcast(IxDyn(&b_shape)).expect("checked batch");
             let (a3, b3) = (stack_of_matrices(&av, count), stack_of_matrices(&bv, count));
             let threads = max_threads().min(count);
-            if threads > 1 && m * k * n < SPLIT_FROM && count * m * k * n > SPLIT_BATCH_FROM {
+            // A bfloat16 product's values do not depend on how it is split, and splitting one
+            // costs each piece a packing of its rows: a batch of four or more per thread is
+            // divided even when each product is large (attention's, B × nh of them).
+            let bf16 = crate::bf16::precision() == crate::bf16::Precision::Bfloat16;
+            let small = m * k * n < SPLIT_FROM || bf16 && count >= 4 * threads;
+            if threads > 1 && small && count * m * k * n > SPLIT_BATCH_FROM {
                 // Products too small to split: the batch is divided instead.
                 let per_piece = count.div_ceil(threads);
                 let out = SharedMut(c.as_mut_ptr());

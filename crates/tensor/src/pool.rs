@@ -69,6 +69,11 @@ thread_local! {
     static IN_PIECE: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Whether this thread is running a piece (where a call to [`for_each_piece`] runs in order).
+pub(crate) fn in_piece() -> bool {
+    IN_PIECE.with(Cell::get)
+}
+
 fn pool() -> &'static Pool {
     static POOL: OnceLock<&'static Pool> = OnceLock::new();
     POOL.get_or_init(|| {

@@ -78,13 +78,19 @@ fn the_portable_product_is_within_the_float32_sum_bound() {
 fn the_kernel_and_the_blocked_portable_path_equal_the_plain_one_bit_for_bit() {
     println!("kernel: {}", kernel());
     // Odd k, n not a multiple of 32, m not a multiple of 8; a large one; tiny values whose
-    // products and sums are denormal (flushed by both).
+    // products and sums are denormal (flushed by both); rows in more than one piece and k in
+    // more than one pass (odd, with a remainder); few rows and a long k, where the threads
+    // share the columns instead.
     let cases = [
+        (0, 3, 2, 1.0),
+        (2, 3, 0, 1.0),
         (1, 1, 1, 3.0),
         (9, 17, 33, 3.0),
         (130, 257, 70, 3.0),
         (256, 768, 256, 1.0),
         (5, 40, 40, 1e-19),
+        (300, 1001, 70, 2.0),
+        (40, 2000, 300, 1.0),
     ];
     for (seed, &(m, k, n, scale)) in cases.iter().enumerate() {
         let (a, b) = (
@@ -153,7 +159,8 @@ fn the_precision_switch_sends_every_product_through_bfloat16() {
 fn transposed_operands_are_packed_to_the_same_values() {
     use tensor::bf16::{set_precision, Precision};
     use tensor::Tensor;
-    let (m, k, n) = (19, 67, 41);
+    // Rows in two pieces, k in two passes, and large enough to be shared among the threads.
+    let (m, k, n) = (150, 451, 41);
     let (a, b) = (values(m * k, 21, 2.0), values(k * n, 22, 2.0));
     let want = matmul_bf16_portable(&a, &b, m, k, n);
     let a_rows = Tensor::from_vec(a.clone(), &[m, k]);
@@ -169,6 +176,9 @@ fn transposed_operands_are_packed_to_the_same_values() {
         ("columns @ rows", a_cols.matmul(&b_rows).to_vec()),
         ("columns @ columns", a_cols.matmul(&b_cols).to_vec()),
     ];
+    // A batch of eight, which the threads divide among themselves.
+    let eight = |x: &Tensor| Tensor::stack(&[x; 8], 0);
+    let batched = eight(&a_cols).matmul(&eight(&b_rows)).to_vec();
     set_precision(Precision::Float32);
     for (layout, got) in products {
         assert!(
@@ -176,6 +186,16 @@ fn transposed_operands_are_packed_to_the_same_values() {
                 .zip(&want)
                 .all(|(x, y)| x.to_bits() == y.to_bits()),
             "{layout}: differs from the plain portable path"
+        );
+    }
+    for (i, product) in batched.chunks(m * n).enumerate() {
+        let same = product
+            .iter()
+            .zip(&want)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(
+            same,
+            "batch of eight, product {i}: differs from the plain portable path"
         );
     }
 }
