@@ -75,11 +75,16 @@ fn rows_of(x: &Tensor, rows: &Range<usize>) -> Tensor {
     Tensor { data: chunk } // (rows, nh, T, hs)
 }
 
-/// The chunks back into one `(B, nh, T, hs)` tensor.
+/// The chunks back into one `(B, nh, T, hs)` tensor: a single chunk as it is (made
+/// contiguous), more copied slice by slice.
 fn stack(chunks: Vec<Tensor>, shape: &[usize]) -> Tensor {
+    if let [chunk] = &chunks[..] {
+        return chunk.contiguous();
+    }
     let mut values = Vec::with_capacity(shape.iter().product());
     for chunk in chunks {
-        values.extend(chunk.data.iter());
+        let chunk = chunk.contiguous();
+        values.extend_from_slice(chunk.data.as_slice().expect("contiguous"));
     }
     Tensor::from_vec(values, shape)
 }
