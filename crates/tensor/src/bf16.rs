@@ -12,6 +12,11 @@
 //! denormal results flushed to zero (measured on this machine's EPYC: every lane of 320,000
 //! equals that order, `tests/bf16.rs`). The portable path adds in the same order with the same
 //! flushes, so it gives the kernel's values bit for bit and every test runs on any machine.
+//! CPUs with AVX2 but not `avx512_bf16` take a third path: fused multiply-adds in the same
+//! order without the flushes, where the operands' exponents show that no product or sum can be
+//! denormal and no product can overflow (then the flushes change nothing and each product is
+//! exact), and the portable blocks elsewhere: the same values again, at 0.78 of our sgemm's
+//! speed on an AVX2 EPYC (Zen 3), where the portable blocks ran at 0.26.
 //!
 //! Layout: each operand is packed as pairs along k (one 32-bit word per pair; k padded with a
 //! zero to even), from its own layout: A in rows row by row (a pair's word broadcast to every
@@ -88,19 +93,70 @@ fn round_row(row: &[f32], halves: &mut [u16]) {
     halves[row.len()..].fill(0);
 }
 
-/// Which path [`matmul_bf16`] takes on this machine: "avx512_bf16" or "portable".
-pub fn kernel() -> &'static str {
-    if has_avx512_bf16() {
-        "avx512_bf16"
-    } else {
-        "portable"
+/// The arithmetic paths of a bfloat16 product, all giving the same values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// `vdpbf16ps`, on CPUs with `avx512_bf16`.
+    Avx512Bf16,
+    /// AVX2's fused multiply-adds in `vdpbf16ps`'s order, without its flushes, where the
+    /// operands' exponents show that this gives the same values
+    /// ([`fused_without_flushes_is_exact`]); elsewhere the portable path's blocks.
+    Avx2,
+    /// [`matmul_bf16_portable`]'s adds in the kernel's blocks.
+    Portable,
+}
+
+impl Path {
+    /// The fastest path this machine has.
+    pub fn best() -> Path {
+        if has_avx512_bf16() {
+            Path::Avx512Bf16
+        } else if has_avx2() {
+            Path::Avx2
+        } else {
+            Path::Portable
+        }
     }
+
+    /// Whether this machine can take the path.
+    pub fn available(self) -> bool {
+        match self {
+            Path::Avx512Bf16 => has_avx512_bf16(),
+            Path::Avx2 => has_avx2(),
+            Path::Portable => true,
+        }
+    }
+
+    /// The path's name, as the benches and lecture runs print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Avx512Bf16 => "avx512_bf16",
+            Path::Avx2 => "avx2",
+            Path::Portable => "portable",
+        }
+    }
+}
+
+/// Which path [`matmul_bf16`] takes on this machine: "avx512_bf16", "avx2" or "portable".
+pub fn kernel() -> &'static str {
+    Path::best().name()
 }
 
 fn has_avx512_bf16() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -130,8 +186,11 @@ thread_local! {
     static PACKED: std::cell::RefCell<(Vec<u32>, Vec<u32>)> = const {
         std::cell::RefCell::new((Vec::new(), Vec::new()))
     };
-    /// A thread's buffer for a piece's rows of A, reused by its next piece.
-    static PACKED_ROWS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// A thread's buffers for a piece's rows of A (and, for the AVX2 path, their halves
+    /// widened to float32), reused by its next piece.
+    static PACKED_ROWS: std::cell::RefCell<(Vec<u32>, Vec<u32>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    };
 }
 
 /// The first `len` words of `buffer`, grown if needed (not cleared: packing writes every word
@@ -393,26 +452,31 @@ fn views<'a>(
 }
 
 /// C = A · B (row-major, `m × k` by `k × n`) with operands rounded to bfloat16 and float32
-/// sums: the `avx512_bf16` kernel where the CPU has it, elsewhere the portable path's
-/// arithmetic in blocks (the same values). Blocks of rows are spread over the worker threads;
-/// the values do not depend on how many.
+/// sums, on this machine's best [`Path`] (all give the same values). Blocks of rows are spread
+/// over the worker threads; the values do not depend on how many.
 pub fn matmul_bf16(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
-    let (a, b) = views(a, b, m, k, n);
-    let mut c = vec![0f32; m * n];
-    // SAFETY: `c` holds m × n floats.
-    unsafe { product(&a, &b, c.as_mut_ptr(), has_avx512_bf16()) };
-    c
+    matmul_bf16_on(Path::best(), a, b, m, k, n).expect("the best path is available")
 }
 
-/// [`matmul_bf16`] on the portable path whatever the CPU has, for the tests that hold it to
-/// [`matmul_bf16_portable`].
+/// [`matmul_bf16`] on the given path, or `None` where this machine lacks it: for the tests
+/// that hold each path to [`matmul_bf16_portable`].
 #[doc(hidden)]
-pub fn matmul_bf16_portable_blocks(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+pub fn matmul_bf16_on(
+    path: Path,
+    a: &[f32],
+    b: &[f32],
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Option<Vec<f32>> {
+    if !path.available() {
+        return None;
+    }
     let (a, b) = views(a, b, m, k, n);
     let mut c = vec![0f32; m * n];
-    // SAFETY: `c` holds m × n floats.
-    unsafe { product(&a, &b, c.as_mut_ptr(), false) };
-    c
+    // SAFETY: `c` holds m × n floats; the path is available.
+    unsafe { product(&a, &b, c.as_mut_ptr(), path) };
+    Some(c)
 }
 
 /// [`matmul_bf16`] of strided views (a transposed operand is read in place) into `c`
@@ -422,13 +486,12 @@ pub fn matmul_bf16_portable_blocks(a: &[f32], b: &[f32], m: usize, k: usize, n: 
 /// `c` must be valid for writing `m × n` floats.
 pub(crate) unsafe fn matmul_bf16_views(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32) {
     // SAFETY: as this function's.
-    unsafe { product(a, b, c, has_avx512_bf16()) }
+    unsafe { product(a, b, c, Path::best()) }
 }
 
 /// # Safety
-/// `c` must be valid for writing `m × n` floats; `kernel` only where the CPU has avx512f and
-/// avx512bf16.
-unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel: bool) {
+/// `c` must be valid for writing `m × n` floats; `path` must be available.
+unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, path: Path) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     assert_eq!(k, b.dim().0, "matmul_bf16: inner sizes");
     if m == 0 || n == 0 {
@@ -443,6 +506,11 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
     let (mut pb, mut pa) = PACKED.with(|p| std::mem::take(&mut *p.borrow_mut()));
     let panel_words = pack_b(b, threaded, &mut pb);
     let (kp, np) = (k.div_ceil(2), n.div_ceil(NR) * NR);
+    // The AVX2 path skips the flushes where the exponents show they change nothing.
+    let range_b = match path {
+        Path::Avx2 => exponent_range_of_b(&pb, k, n, panel_words),
+        _ => (0, 255),
+    };
     // A in columns is packed whole, its memory read in long rows; A in rows is packed by each
     // piece just before it multiplies them, so that they are read from memory once and used
     // from L2.
@@ -471,17 +539,35 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
     pieces(row_chunks * col_chunks, threaded, |piece| {
         let (rc, cc) = (piece % row_chunks, piece / row_chunks);
         let rows = rc * MC..m.min((rc + 1) * MC);
-        PACKED_ROWS.with(|own| {
-            let mut own = own.borrow_mut();
+        PACKED_ROWS.with(|buffers| {
+            let (own, wide) = &mut *buffers.borrow_mut();
             let (a_chunk, strides) = match columns {
                 // SAFETY: chunk rc of the packed columns.
                 Some((strides, chunk_words)) => {
                     (unsafe { a_words.ptr().add(rc * chunk_words) }, strides)
                 }
                 None => {
-                    let strides = pack_a_rows(a, rows.clone(), &mut own);
+                    let strides = pack_a_rows(a, rows.clone(), own);
                     (own.as_mut_ptr(), strides)
                 }
+            };
+            // SAFETY: this piece's rows of the packed A, all kp pairs.
+            let unflushed = path == Path::Avx2
+                && fused_without_flushes_is_exact(
+                    unsafe { exponent_range_of_a(a_chunk, strides, rows.len(), kp) },
+                    range_b,
+                );
+            // The AVX2 kernel reads A's halves as float32, widened once per piece.
+            let a_wide = match unflushed {
+                true => {
+                    let words = match strides.pair {
+                        1 => rows.len() * strides.row,
+                        _ => kp * strides.pair,
+                    };
+                    // SAFETY: the piece's packed A spans `words` words from a_chunk.
+                    widen(unsafe { std::slice::from_raw_parts(a_chunk, words) }, wide)
+                }
+                false => std::ptr::null(),
             };
             for cb in cc * chunk_cols..col_panels.min((cc + 1) * chunk_cols) {
                 for k0 in (0..kp).step_by(kc) {
@@ -490,8 +576,8 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
                         let cols = NR.min(n - cb * NR);
                         // SAFETY: the packed words of rows first.. from pair k0, and of B's
                         // panel cb from pair row k0; each piece writes only its own rows and
-                        // columns of C, within m × n; the kernel only where the CPU has it
-                        // (the caller's word).
+                        // columns of C, within m × n; a path only where the CPU has it (the
+                        // caller's word).
                         unsafe {
                             let block = Block {
                                 a: a_chunk.add(strides.index(first - rows.start, k0)),
@@ -505,17 +591,30 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
                                 onto: k0 > 0,
                             };
                             #[cfg(target_arch = "x86_64")]
-                            if kernel {
-                                avx512::block(block);
-                                continue;
+                            match path {
+                                Path::Avx512Bf16 => {
+                                    avx512::block(block);
+                                    continue;
+                                }
+                                Path::Avx2 if unflushed => {
+                                    let at = 2 * strides.index(first - rows.start, k0);
+                                    avx2::block(Block {
+                                        a: a_wide.add(at),
+                                        ..block
+                                    });
+                                    continue;
+                                }
+                                _ => {}
                             }
                             portable::block(block);
                         }
                     }
                 }
             }
-            if own.capacity() > KEEP_PACKED_WORDS {
-                *own = Vec::new();
+            for buffer in [own, wide] {
+                if buffer.capacity() > KEEP_PACKED_WORDS {
+                    *buffer = Vec::new();
+                }
             }
         });
     });
@@ -524,6 +623,95 @@ unsafe fn product(a: &ArrayView2<f32>, b: &ArrayView2<f32>, c: *mut f32, kernel:
     if pa.capacity() + pb.capacity() <= KEEP_PACKED_WORDS {
         PACKED.with(|p| *p.borrow_mut() = (pb, pa));
     }
+}
+
+/// The least and the greatest exponent fields (biased, 1 to 255) among the nonzero bfloat16
+/// halves of `words`; (255, 0) where all are zero. (No half is denormal: [`to_bf16`] flushes
+/// them.)
+fn exponent_range(words: &[u32]) -> (u32, u32) {
+    let field = |half: u32| half & 0xff;
+    let least = |half: u32| match field(half) {
+        0 => 255,
+        e => e,
+    };
+    words.iter().fold((255, 0), |(low, high), &w| {
+        let (even, odd) = (w >> 7, w >> 23);
+        (
+            low.min(least(even)).min(least(odd)),
+            high.max(field(even)).max(field(odd)),
+        )
+    })
+}
+
+/// Two exponent ranges as one.
+fn joined((low, high): (u32, u32), (low2, high2): (u32, u32)) -> (u32, u32) {
+    (low.min(low2), high.max(high2))
+}
+
+/// [`exponent_range`] of a packed A's `rows` rows by `pairs` pairs from `a`.
+///
+/// # Safety
+/// `a` and `strides` must reach those rows and pairs.
+unsafe fn exponent_range_of_a(
+    a: *const u32,
+    strides: Strides,
+    rows: usize,
+    pairs: usize,
+) -> (u32, u32) {
+    // SAFETY (both arms): rows or pairs lying side by side, inside the packed A.
+    let line = |at: usize, len: usize| unsafe { std::slice::from_raw_parts(a.add(at), len) };
+    match strides.pair {
+        1 => (0..rows)
+            .map(|r| exponent_range(line(r * strides.row, pairs)))
+            .fold((255, 0), joined),
+        _ => (0..pairs)
+            .map(|p| exponent_range(line(p * strides.pair, rows)))
+            .fold((255, 0), joined),
+    }
+}
+
+/// [`exponent_range`] of a packed B (`k × n`), its panels `panel_words` apart (the columns
+/// past n in the last panel are not B's).
+fn exponent_range_of_b(packed: &[u32], k: usize, n: usize, panel_words: usize) -> (u32, u32) {
+    let kp = k.div_ceil(2);
+    (0..n.div_ceil(NR))
+        .flat_map(|panel| {
+            let cols = NR.min(n - panel * NR);
+            (0..kp).map(move |p| (panel * panel_words + p * NR, cols))
+        })
+        .map(|(at, cols)| exponent_range(&packed[at..at + cols]))
+        .fold((255, 0), joined)
+}
+
+/// Whether operands with these exponent ranges (A's and B's nonzero bfloat16 elements) let a
+/// fused multiply-add without flushes give `vdpbf16ps`'s values: no product or partial sum
+/// can be denormal, and no product can overflow (then each product is exact, and adding it
+/// in one rounding is adding it after an exact multiply).
+///
+/// A bfloat16 number is an integer below 256 times 2^(e − 7), so each product is a multiple
+/// of 2^q, q = e_a + e_b − 14, and so is each sum of products, rounded or not (rounding lands
+/// on a coarser grid, or the sum is exact); a nonzero multiple of 2^q is normal when
+/// q ≥ −126, that is, with biased fields, `least_a + least_b − 268 ≥ −126`. A product is
+/// below 2^(e_a + e_b + 2), finite when `e_a + e_b ≤ 126`; infinities and NaNs (field 255)
+/// go the flushing way.
+fn fused_without_flushes_is_exact(
+    (least_a, most_a): (u32, u32),
+    (least_b, most_b): (u32, u32),
+) -> bool {
+    least_a + least_b >= 142 && most_a + most_b <= 380 && most_a < 255 && most_b < 255
+}
+
+/// Each packed word's halves as float32 bit patterns, the even one first, into `wide`
+/// (grown if needed); returns where they start.
+fn widen(words: &[u32], wide: &mut Vec<u32>) -> *const u32 {
+    if wide.len() < 2 * words.len() {
+        wide.resize(2 * words.len(), 0);
+    }
+    for (halves, &w) in wide.chunks_exact_mut(2).zip(words) {
+        halves[0] = w << 16;
+        halves[1] = w & 0xffff_0000;
+    }
+    wide.as_ptr()
 }
 
 /// One kernel call: `rows ≤ MR` rows of C by `cols ≤ NR` columns, over `pairs` pairs along k.
@@ -607,6 +795,90 @@ mod portable {
         for (r, acc_r) in acc.iter().enumerate().take(rows) {
             // SAFETY: row r of the block has `cols` floats to write (the caller's word).
             unsafe { std::ptr::copy_nonoverlapping(acc_r.as_ptr(), c.add(r * ldc), cols) };
+        }
+    }
+}
+
+/// The AVX2 path's kernel: `vdpbf16ps`'s order, each pair's odd product added and then its
+/// even one, as fused multiply-adds without the flushes, only for operands whose exponents
+/// show that this gives the same values ([`fused_without_flushes_is_exact`]). A's pairs come
+/// widened to float32 (a broadcast load each); B's are split in registers, once for four rows.
+/// Blocks of four rows by sixteen columns keep eight sums, both halves of B's pairs and a
+/// row's pair in fifteen of the sixteen registers.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{Block, NR};
+    use std::arch::x86_64::*;
+
+    /// One block of C.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA; `block.a` must point into A widened by [`super::widen`] (row
+    /// `r`'s pair `p` at `2 · strides.index(r, p)` words), and the pointers reach the block's
+    /// rows, pairs and columns; its operands must pass [`super::fused_without_flushes_is_exact`].
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn block(block: Block) {
+        for first_col in (0..block.cols).step_by(16) {
+            for first_row in (0..block.rows).step_by(4) {
+                // SAFETY: as this function's, for a part of the block.
+                unsafe {
+                    match block.rows - first_row {
+                        1 => rows_of::<1>(&block, first_row, first_col),
+                        2 => rows_of::<2>(&block, first_row, first_col),
+                        3 => rows_of::<3>(&block, first_row, first_col),
+                        _ => rows_of::<4>(&block, first_row, first_col),
+                    }
+                }
+            }
+        }
+    }
+
+    /// `ROWS` rows of the block from `first_row`, sixteen columns (or the block's last ones)
+    /// from `first_col`.
+    #[inline(always)]
+    unsafe fn rows_of<const ROWS: usize>(block: &Block, first_row: usize, first_col: usize) {
+        let cols = (block.cols - first_col).min(16);
+        let odd_half = _mm256_set1_epi32(0xffff_0000_u32 as i32);
+        // A row of C (`cols` floats) as two registers, through a buffer where it is short.
+        let row_of_c = |r: usize| block.c.add((first_row + r) * block.ldc + first_col);
+        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+        if block.onto {
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let mut line = [0f32; 16];
+                std::ptr::copy_nonoverlapping(row_of_c(r), line.as_mut_ptr(), cols);
+                acc_r[0] = _mm256_loadu_ps(line.as_ptr());
+                acc_r[1] = _mm256_loadu_ps(line.as_ptr().add(8));
+            }
+        }
+        for p in 0..block.pairs {
+            let words = block.b.add(p * NR + first_col) as *const __m256i;
+            let (w0, w1) = (_mm256_loadu_si256(words), _mm256_loadu_si256(words.add(1)));
+            // A pair's even element is its word's low half, the odd one its high half.
+            let b_even = [
+                _mm256_castsi256_ps(_mm256_slli_epi32::<16>(w0)),
+                _mm256_castsi256_ps(_mm256_slli_epi32::<16>(w1)),
+            ];
+            let b_odd = [
+                _mm256_castsi256_ps(_mm256_and_si256(w0, odd_half)),
+                _mm256_castsi256_ps(_mm256_and_si256(w1, odd_half)),
+            ];
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let halves = block.a.add(2 * block.strides.index(first_row + r, p)) as *const f32;
+                let (a_even, a_odd) = (
+                    _mm256_broadcast_ss(&*halves),
+                    _mm256_broadcast_ss(&*halves.add(1)),
+                );
+                for h in 0..2 {
+                    let sum = _mm256_fmadd_ps(a_odd, b_odd[h], acc_r[h]);
+                    acc_r[h] = _mm256_fmadd_ps(a_even, b_even[h], sum);
+                }
+            }
+        }
+        for (r, acc_r) in acc.iter().enumerate() {
+            let mut line = [0f32; 16];
+            _mm256_storeu_ps(line.as_mut_ptr(), acc_r[0]);
+            _mm256_storeu_ps(line.as_mut_ptr().add(8), acc_r[1]);
+            std::ptr::copy_nonoverlapping(line.as_ptr(), row_of_c(r), cols);
         }
     }
 }

@@ -2,8 +2,7 @@
 //! `avx512_bf16` kernel against the portable path, bit for bit.
 
 use tensor::bf16::{
-    from_bf16, kernel, matmul_bf16, matmul_bf16_portable, matmul_bf16_portable_blocks, round_bf16,
-    to_bf16,
+    from_bf16, kernel, matmul_bf16, matmul_bf16_on, matmul_bf16_portable, round_bf16, to_bf16, Path,
 };
 
 /// The precision is one switch for the whole process: the tests that set it take turns.
@@ -98,13 +97,9 @@ fn the_kernel_and_the_blocked_portable_path_equal_the_plain_one_bit_for_bit() {
             values(k * n, seed as u64 + 7, scale),
         );
         let plain = matmul_bf16_portable(&a, &b, m, k, n);
-        let paths = [
-            (kernel(), matmul_bf16(&a, &b, m, k, n)),
-            (
-                "portable in blocks",
-                matmul_bf16_portable_blocks(&a, &b, m, k, n),
-            ),
-        ];
+        let paths = [Path::Avx512Bf16, Path::Avx2, Path::Portable]
+            .into_iter()
+            .filter_map(|path| Some((path.name(), matmul_bf16_on(path, &a, &b, m, k, n)?)));
         for (path, fast) in paths {
             let same = fast
                 .iter()
@@ -114,6 +109,78 @@ fn the_kernel_and_the_blocked_portable_path_equal_the_plain_one_bit_for_bit() {
                 same,
                 "{m}×{k}×{n} (scale {scale}): the {path} path differs from the plain portable one"
             );
+        }
+    }
+}
+
+/// `vdpbf16ps`'s order as fused multiply-adds without its flushes, as the AVX2 path adds
+/// where its operands allow.
+fn fused_unflushed(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for p in (0..k).step_by(2) {
+                let (a_odd, b_odd) = (round_bf16(a[i * k + p + 1]), round_bf16(b[(p + 1) * n + j]));
+                acc = a_odd.mul_add(b_odd, acc);
+                acc = round_bf16(a[i * k + p]).mul_add(round_bf16(b[p * n + j]), acc);
+            }
+            c[i * n + j] = acc;
+        }
+    }
+    c
+}
+
+/// Equal bits, or both NaN (an infinity minus an infinity).
+fn same_values(x: &[f32], y: &[f32]) -> bool {
+    x.iter()
+        .zip(y)
+        .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// The AVX2 path fuses its multiply-adds and skips the flushes only where the exponents of A's
+/// and B's elements add to at least −112 (every product and sum is a multiple of 2⁻¹²⁶) and
+/// at most 126 (no product overflows). On each line's good side the fused, unflushed sums
+/// equal the plain ones everywhere; one past it they do not (sums cancel to denormals, or an
+/// overflowed product is taken back by a sum); and every path equals the plain portable one on
+/// both sides.
+#[test]
+fn the_avx2_path_fuses_only_where_that_changes_nothing() {
+    let (m, k, n) = (24, 64, 40);
+    // Elements ±(1 + i/128) · 2^e, exact in bfloat16, signs mixed so that sums cancel.
+    let filled = |len: usize, exponent: i32, seed: u64| -> Vec<f32> {
+        values(len, seed, 1.0)
+            .iter()
+            .map(|&u| {
+                let significand = 1.0 + ((u.abs() * 128.0) as i32 % 128) as f32 / 128.0;
+                significand.copysign(u) * 2f32.powi(exponent)
+            })
+            .collect()
+    };
+    let cases = [
+        (-56, -56, true),
+        (-57, -56, false),
+        (63, 63, true),
+        (64, 63, false),
+    ];
+    for (exponent_a, exponent_b, fused_is_exact) in cases {
+        let (a, b) = (filled(m * k, exponent_a, 1), filled(k * n, exponent_b, 2));
+        let plain = matmul_bf16_portable(&a, &b, m, k, n);
+        assert_eq!(
+            same_values(&fused_unflushed(&a, &b, m, k, n), &plain),
+            fused_is_exact,
+            "exponents {exponent_a} and {exponent_b}: fusing without flushes should {}change values",
+            if fused_is_exact { "not " } else { "" }
+        );
+        for path in [Path::Avx512Bf16, Path::Avx2, Path::Portable] {
+            if let Some(c) = matmul_bf16_on(path, &a, &b, m, k, n) {
+                let same = same_values(&c, &plain);
+                assert!(
+                    same,
+                    "exponents {exponent_a} and {exponent_b}: {} differs",
+                    path.name()
+                );
+            }
         }
     }
 }
