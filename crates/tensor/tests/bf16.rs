@@ -1,5 +1,6 @@
-//! bfloat16 products against a float64 reference of the bfloat16-rounded operands, and the
-//! `avx512_bf16` kernel against the portable path, bit for bit.
+//! bfloat16 products against a float64 reference of the bfloat16-rounded operands, and every
+//! path the machine has (`avx512_bf16`, AVX2, portable) against the plain portable product, bit
+//! for bit.
 
 use tensor::bf16::{
     from_bf16, kernel, matmul_bf16, matmul_bf16_on, matmul_bf16_portable, round_bf16, to_bf16, Path,
@@ -114,8 +115,12 @@ fn the_kernel_and_the_blocked_portable_path_equal_the_plain_one_bit_for_bit() {
 }
 
 /// `vdpbf16ps`'s order as fused multiply-adds without its flushes, as the AVX2 path adds
-/// where its operands allow.
+/// where its operands allow. k must be even: the pairs are whole, as the test's shapes make them.
 fn fused_unflushed(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    assert!(
+        k.is_multiple_of(2),
+        "fused_unflushed takes whole pairs: k = {k} is odd"
+    );
     let mut c = vec![0f32; m * n];
     for i in 0..m {
         for j in 0..n {
