@@ -6,6 +6,7 @@
 
 use crate::elementwise::{fill_in_pieces, parallel_fill, threads_for};
 use crate::numeric::{exp_shifted_into, max_blocked, sum_f64_blocked, SimdPath};
+use crate::reduce::{interleaved_row_sums, INTERLEAVED};
 use crate::shape::axis_index;
 use crate::Tensor;
 
@@ -374,25 +375,6 @@ fn row_sum(values: impl Iterator<Item = f32>) -> f64 {
     values.map(|v| v as f64).sum::<f64>()
 }
 
-/// How many rows [`interleaved_row_sums`] takes at once.
-const INTERLEAVED: usize = 8;
-
-/// [`row_sum`] of `term(r, j)` over `j < width` for [`INTERLEAVED`] rows `r`
-/// at once. Each row is still one chain of adds in index order from `-0.0`,
-/// as `Iterator::sum` adds it, so every sum has the same bits; but the
-/// rows' chains run side by side, where one row's chain waits out each add's
-/// latency (a 128-wide layer norm spent most of its time so).
-#[inline(always)]
-fn interleaved_row_sums(width: usize, term: impl Fn(usize, usize) -> f32) -> [f64; INTERLEAVED] {
-    let mut sums = [-0.0f64; INTERLEAVED];
-    for j in 0..width {
-        for (r, sum) in sums.iter_mut().enumerate() {
-            *sum += term(r, j) as f64;
-        }
-    }
-    sums
-}
-
 impl Tensor {
     /// The mean and `1/sqrt(var + eps)` of each row (the last axis, of nonzero width).
     pub fn layer_norm_stats(&self, eps: f32) -> LayerNormStats {
@@ -410,16 +392,19 @@ impl Tensor {
             let values = &values[start / 2 * width..];
             let done = (piece.len() / 2) / INTERLEAVED * INTERLEAVED;
             let mut groups = piece.chunks_exact_mut(2 * INTERLEAVED);
+            let mut centered_squares = vec![0f32; INTERLEAVED * width];
             for (g, s) in (&mut groups).enumerate() {
                 // `row_rstd` for eight rows at once, the same arithmetic.
                 let rows = &values[g * INTERLEAVED * width..][..INTERLEAVED * width];
-                let at = |r: usize, j: usize| rows[r * width + j];
-                let sums = interleaved_row_sums(width, at);
+                let sums = interleaved_row_sums(rows, width);
                 let means = sums.map(|sum| (sum / d) as f32);
-                let squares = interleaved_row_sums(width, |r, j| {
-                    let centered = at(r, j) - means[r];
-                    centered * centered
-                });
+                let pairs = centered_squares.chunks_mut(width).zip(rows.chunks(width));
+                for ((out, row), mean) in pairs.zip(means) {
+                    for (o, &v) in out.iter_mut().zip(row) {
+                        *o = (v - mean) * (v - mean);
+                    }
+                }
+                let squares = interleaved_row_sums(&centered_squares, width);
                 for (r, s) in s.chunks_mut(2).enumerate() {
                     let var = (squares[r] / d) as f32;
                     (s[0], s[1]) = (means[r], 1.0 / (var + eps).sqrt());
@@ -489,12 +474,15 @@ impl Tensor {
             let group = INTERLEAVED * width;
             let done = piece.len() / group * group;
             let mut groups = piece.chunks_exact_mut(group);
+            let mut products = vec![0f32; group];
             for (n, out) in (&mut groups).enumerate() {
                 // The two sums of eight rows at once, each in its own order.
                 let (g, xh) = (&g[n * group..][..group], &xh[n * group..][..group]);
-                let sum_dxhat = interleaved_row_sums(width, |r, j| g[r * width + j]);
-                let sum_dxhat_xhat =
-                    interleaved_row_sums(width, |r, j| g[r * width + j] * xh[r * width + j]);
+                let sum_dxhat = interleaved_row_sums(g, width);
+                for ((p, &g), &x) in products.iter_mut().zip(g).zip(xh) {
+                    *p = g * x;
+                }
+                let sum_dxhat_xhat = interleaved_row_sums(&products, width);
                 for (k, out) in out.chunks_mut(width).enumerate() {
                     let sums = (sum_dxhat[k] as f32, sum_dxhat_xhat[k] as f32);
                     let at = k * width..(k + 1) * width;
