@@ -64,6 +64,70 @@ impl Tensor {
         })
     }
 
+    /// Softmax's backward along `axis`: `s ⊙ (g − Σ g⊙s)`, for `self` = s, the
+    /// softmax's output, and `grad` = g. Rounded as the op-by-op form rounds it
+    /// (`grad.mul(s).sum(axis, true)`, then `s.mul(grad.sub(dot))`), but where
+    /// `axis` is the last and both are contiguous, in one pass over each row
+    /// instead of four passes and their temporaries.
+    pub fn softmax_backward(&self, grad: &Tensor, axis: isize) -> Tensor {
+        assert_eq!(
+            self.shape(),
+            grad.shape(),
+            "softmax_backward: grad's shape differs"
+        );
+        let axis_index = axis_index(axis, self.shape());
+        let width = self.shape()[axis_index];
+        let (Some(probs), Some(grads), true, true) = (
+            self.data.as_slice(),
+            grad.data.as_slice(),
+            axis_index + 1 == self.ndim(),
+            width > 0,
+        ) else {
+            let dot = grad.mul(self).sum(axis, true);
+            return self.mul(&grad.sub(&dot));
+        };
+        let mut out = vec![0f32; probs.len()];
+        parallel_fill(&mut out, width, |start, piece| {
+            let group = INTERLEAVED * width;
+            let (probs, grads) = (
+                &probs[start..][..piece.len()],
+                &grads[start..][..piece.len()],
+            );
+            let mut products = vec![0f32; group];
+            let groups = piece
+                .chunks_mut(group)
+                .zip(probs.chunks(group))
+                .zip(grads.chunks(group));
+            for ((out, probs), grads) in groups {
+                let products = &mut products[..probs.len()];
+                for ((p, &s), &g) in products.iter_mut().zip(probs).zip(grads) {
+                    *p = g * s;
+                }
+                // Each row's Σ g⊙s, in `sum(axis)`'s order.
+                let dots = if probs.len() == group {
+                    interleaved_row_sums(products, width)
+                } else {
+                    let mut dots = [0f64; INTERLEAVED];
+                    for (dot, row) in dots.iter_mut().zip(products.chunks(width)) {
+                        *dot = row_sum(row.iter().copied());
+                    }
+                    dots
+                };
+                let rows = out
+                    .chunks_mut(width)
+                    .zip(probs.chunks(width))
+                    .zip(grads.chunks(width));
+                for (((out, probs), grads), dot) in rows.zip(dots) {
+                    let dot = dot as f32;
+                    for ((o, &s), &g) in out.iter_mut().zip(probs).zip(grads) {
+                        *o = s * (g - dot);
+                    }
+                }
+            }
+        });
+        Tensor::from_vec(out, self.shape())
+    }
+
     /// `F.log_softmax(x, axis)`: `x - max - log Σ exp(x - max)` along `axis`.
     pub fn log_softmax(&self, axis: isize) -> Tensor {
         self.map_lanes(axis, |x, y| {
@@ -542,6 +606,48 @@ mod tests {
         let sum: f64 = exps.iter().map(|&e| e as f64).sum();
         let scale = (1.0 / sum) as f32;
         exps.iter().map(|&e| e * scale).collect()
+    }
+
+    /// The one-pass backward gives the op-by-op form's bits: widths with and
+    /// without a tail after eight columns, row counts with and without a tail after
+    /// eight rows, causally masked rows (zeros in s), a transposed (strided) input.
+    #[test]
+    fn softmax_backward_in_one_pass_is_the_op_by_op_form() {
+        let filled = |shape: &[usize], seed: usize| {
+            let n: usize = shape.iter().product();
+            let values = (0..n)
+                .map(|i| (((i + seed) * 7919 % 2001) as f32 - 1000.0) / 300.0)
+                .collect();
+            Tensor::from_vec(values, shape)
+        };
+        for shape in [[2, 8, 64], [3, 5, 7], [1, 19, 131], [4, 4, 1]] {
+            let (rows, width) = (shape[0] * shape[1], shape[2]);
+            let mut logits = filled(&shape, 1).to_vec();
+            for (i, v) in logits.iter_mut().enumerate() {
+                if i % width > (i / width) % width {
+                    *v = f32::NEG_INFINITY; // the future, as a causal mask leaves it
+                }
+            }
+            let probs = Tensor::from_vec(logits, &shape).softmax(-1);
+            let grad = filled(&shape, 2);
+            let dot = grad.mul(&probs).sum(-1, true);
+            let expected = probs.mul(&grad.sub(&dot)).to_vec();
+            let got = probs.softmax_backward(&grad, -1).to_vec();
+            let same = expected
+                .iter()
+                .zip(&got)
+                .all(|(e, g)| e.to_bits() == g.to_bits());
+            assert!(same, "{shape:?} ({rows} rows of {width})");
+            // Along a middle axis, and on a transposed copy, it is the op-by-op form itself.
+            let (p, g) = (probs.transpose(0, 1), grad.transpose(0, 1));
+            let dot = g.mul(&p).sum(0, true);
+            let expected = p.mul(&g.sub(&dot)).to_vec();
+            let got = p.softmax_backward(&g, 0).to_vec();
+            assert!(expected
+                .iter()
+                .zip(&got)
+                .all(|(e, g)| e.to_bits() == g.to_bits()));
+        }
     }
 
     // The skipped future of a masked row changes no bit; -inf inside a row

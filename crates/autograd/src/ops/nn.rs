@@ -14,9 +14,8 @@ impl<'g> Var<'g> {
         let out = self.value().softmax(axis);
         let s = out.clone();
         self.graph.op(out, &[self], move |grad| {
-            // dx = s ⊙ (g − Σ g⊙s)
-            let dot = grad.mul(&s).sum(axis, true);
-            vec![s.mul(&grad.sub(&dot))]
+            // dx = s ⊙ (g − Σ g⊙s), one pass over each row (tensor::softmax_backward).
+            vec![s.softmax_backward(grad, axis)]
         })
     }
 
