@@ -10,8 +10,8 @@
 
 use crate::broadcast::run_width;
 use crate::numeric::{
-    erf, gelu_grad_into, gelu_into, gelu_tanh_grad_into, gelu_tanh_into, normal_cdf_into,
-    sum_squares_f64_blocked, tanh_into, SimdPath,
+    erf, gelu_and_cdf_into, gelu_backward_into, gelu_grad_into, gelu_into, gelu_tanh_grad_into,
+    gelu_tanh_into, normal_cdf_into, sum_squares_f64_blocked, tanh_into, SimdPath,
 };
 use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, max_threads, Tensor};
@@ -521,6 +521,51 @@ impl Tensor {
         Tensor::from_vec(out, self.shape())
     }
 
+    /// [`Tensor::gelu`] and [`Tensor::normal_cdf`] of the same input in one pass:
+    /// `(x·Φ(x), Φ(x))`, the output of exact GELU and what its backward keeps.
+    pub fn gelu_and_cdf(&self) -> (Tensor, Tensor) {
+        let src = self.contiguous();
+        let values = src.data.as_slice().expect("contiguous");
+        let path = SimdPath::best();
+        let (mut out, mut cdf) = (vec![0f32; values.len()], vec![0f32; values.len()]);
+        let cdf_ptr = SharedMut(cdf.as_mut_ptr());
+        parallel_fill(&mut out, 1, |start, piece| {
+            // SAFETY: each piece writes the same range of `cdf` as of `out`, and the
+            // pieces are disjoint; `cdf` is as long as `out` and outlives the call.
+            let cdf =
+                unsafe { std::slice::from_raw_parts_mut(cdf_ptr.ptr().add(start), piece.len()) };
+            gelu_and_cdf_into(&values[start..start + piece.len()], piece, cdf, path)
+        });
+        (
+            Tensor::from_vec(out, self.shape()),
+            Tensor::from_vec(cdf, self.shape()),
+        )
+    }
+
+    /// Exact GELU's backward, `grad · (Φ(x) + x·φ(x))`, for `self` = x, given
+    /// `cdf = Φ(x)`: [`Tensor::gelu_grad`] and the product in one pass, the same bits.
+    pub fn gelu_backward(&self, cdf: &Tensor, grad: &Tensor) -> Tensor {
+        assert!(
+            self.shape() == cdf.shape() && self.shape() == grad.shape(),
+            "gelu_backward: shapes {:?}, {:?} (Φ), {:?} (grad) differ",
+            self.shape(),
+            cdf.shape(),
+            grad.shape()
+        );
+        let (x, cdf, grad) = (self.contiguous(), cdf.contiguous(), grad.contiguous());
+        fn slice(t: &Tensor) -> &[f32] {
+            t.data.as_slice().expect("contiguous")
+        }
+        let (xs, cs, gs) = (slice(&x), slice(&cdf), slice(&grad));
+        let path = SimdPath::best();
+        let mut out = vec![0f32; xs.len()];
+        parallel_fill(&mut out, 1, |start, piece| {
+            let at = start..start + piece.len();
+            gelu_backward_into(&xs[at.clone()], &cs[at.clone()], &gs[at], piece, path)
+        });
+        Tensor::from_vec(out, self.shape())
+    }
+
     /// `Φ(x)`, the standard normal CDF, element-wise ([`crate::normal_cdf`]).
     pub fn normal_cdf(&self) -> Tensor {
         self.slice_kernel(normal_cdf_into)
@@ -700,6 +745,44 @@ mod tests {
                 "{shape:?}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod gelu_pass_tests {
+    use crate::Tensor;
+
+    /// The one-pass forward and backward give the bits of the passes they replace, across
+    /// GELU's range (both tails, zero, the infinities and NaN), on a length that leaves
+    /// a tail after the widest lanes.
+    #[test]
+    fn exact_gelu_in_one_pass_gives_the_separate_passes_bits() {
+        let mut values: Vec<f32> = (0..4099).map(|i| (i as f32 - 2049.0) / 90.0).collect();
+        values.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -13.5,
+            13.5,
+        ]);
+        let n = values.len();
+        let x = Tensor::from_vec(values, &[n]);
+        let grad = Tensor::from_vec(
+            (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+                .collect(),
+            &[n],
+        );
+        let bits = |t: &Tensor| t.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        let (out, cdf) = x.gelu_and_cdf();
+        assert_eq!(bits(&out), bits(&x.gelu()));
+        assert_eq!(bits(&cdf), bits(&x.normal_cdf()));
+        assert_eq!(
+            bits(&x.gelu_backward(&cdf, &grad)),
+            bits(&grad.mul(&x.gelu_grad(&cdf)))
+        );
     }
 }
 

@@ -484,6 +484,36 @@ lane_kernel!(
     }
 );
 
+lane_kernel!(
+    /// `x·Φ(x)` into `out` and `Φ(x)` into `cdf` for every element, in one pass: exact
+    /// GELU's forward and what its backward keeps ([`gelu_into`]'s and
+    /// [`normal_cdf_into`]'s bits).
+    gelu_and_cdf_into(src: &[f32], out: &mut [f32], cdf: &mut [f32]) {
+        assert!(
+            src.len() == out.len() && src.len() == cdf.len(),
+            "gelu_and_cdf_into: lengths differ"
+        );
+        for ((o, c), &x) in out.iter_mut().zip(cdf.iter_mut()).zip(src) {
+            *c = normal_cdf(x);
+            *o = x * *c;
+        }
+    }
+);
+
+lane_kernel!(
+    /// `grad · gelu_grad(x, cdf)` for every element, in one pass: exact GELU's backward
+    /// ([`gelu_grad_into`], then the product, rounded alike).
+    gelu_backward_into(x: &[f32], cdf: &[f32], grad: &[f32], dst: &mut [f32]) {
+        assert!(
+            x.len() == dst.len() && cdf.len() == dst.len() && grad.len() == dst.len(),
+            "gelu_backward_into: lengths differ"
+        );
+        for (((d, &x), &c), &g) in dst.iter_mut().zip(x).zip(cdf).zip(grad) {
+            *d = g * gelu_grad(x, c);
+        }
+    }
+);
+
 slice_kernel!(
     /// [`gelu_tanh`] of every element.
     gelu_tanh_into,

@@ -239,10 +239,10 @@ impl<'g> Var<'g> {
     pub fn gelu(self) -> Var<'g> {
         let a = self.value();
         // Φ(x) is kept for backward, which then needs only φ(x), one exp.
-        let cdf = a.normal_cdf();
-        self.graph.op(a.mul(&cdf), &[self], move |grad| {
-            // d/dx x·Φ(x) = Φ(x) + x·φ(x), vectorised in f64 (tensor::gelu_grad).
-            vec![grad.mul(&a.gelu_grad(&cdf))]
+        let (out, cdf) = a.gelu_and_cdf(); // x·Φ(x) and Φ(x), one pass
+        self.graph.op(out, &[self], move |grad| {
+            // d/dx x·Φ(x) = Φ(x) + x·φ(x), times grad in the same pass (tensor::gelu_grad).
+            vec![a.gelu_backward(&cdf, grad)]
         })
     }
 
