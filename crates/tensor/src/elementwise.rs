@@ -10,8 +10,9 @@
 
 use crate::broadcast::run_width;
 use crate::numeric::{
-    erf, gelu_and_cdf_into, gelu_backward_into, gelu_grad_into, gelu_into, gelu_tanh_grad_into,
-    gelu_tanh_into, normal_cdf_into, sum_squares_f64_blocked, tanh_into, SimdPath,
+    erf, exp_in_place, gelu_and_cdf_into, gelu_backward_into, gelu_grad_into, gelu_into,
+    gelu_tanh_grad_into, gelu_tanh_into, normal_cdf_into, sum_squares_f64_blocked, tanh_into,
+    SimdPath,
 };
 use crate::pool::{for_each_piece, SharedMut};
 use crate::{broadcast_shapes, max_threads, Tensor};
@@ -440,9 +441,16 @@ impl Tensor {
         }
     }
 
-    /// `e ** self`.
+    /// `e ** self`, with `f32::exp`'s bits ([`crate::exp_in_place`]).
     pub fn exp(&self) -> Tensor {
-        self.map(f32::exp)
+        let src = self.contiguous();
+        let values = src.data.as_slice().expect("contiguous");
+        let mut out = vec![0f32; values.len()];
+        parallel_fill(&mut out, 1, |start, piece| {
+            piece.copy_from_slice(&values[start..start + piece.len()]);
+            exp_in_place(piece);
+        });
+        Tensor::from_vec(out, self.shape())
     }
 
     /// The natural logarithm.

@@ -34,9 +34,9 @@ pub use elementwise::{
 pub use matmul::{check_threads_env, max_threads, set_max_threads, threads_from_env};
 pub use nn::{KeepMask, LayerNormStats};
 pub use numeric::{
-    erf, erfc_fast, exp_shifted, exp_shifted_into, gelu_grad, gelu_grad_into, gelu_into, gelu_tanh,
-    gelu_tanh_grad, gelu_tanh_grad_into, gelu_tanh_into, max_blocked, normal_cdf, normal_cdf_into,
-    sum_f64_blocked, SimdPath,
+    erf, erfc_fast, exp_in_place, exp_shifted, exp_shifted_into, gelu_grad, gelu_grad_into,
+    gelu_into, gelu_tanh, gelu_tanh_grad, gelu_tanh_grad_into, gelu_tanh_into, max_blocked,
+    normal_cdf, normal_cdf_into, sum_f64_blocked, SimdPath,
 };
 
 use ndarray::{ArcArray, ArrayD, IxDyn};

@@ -5,7 +5,7 @@
 //! thousand give the same probabilities as logits near zero instead of `inf/inf`.
 
 use crate::elementwise::{fill_in_pieces, parallel_fill, threads_for};
-use crate::numeric::{exp_shifted_into, max_blocked, sum_f64_blocked, SimdPath};
+use crate::numeric::{exp_in_place, exp_shifted_into, max_blocked, sum_f64_blocked, SimdPath};
 use crate::reduce::{interleaved_row_sums, INTERLEAVED};
 use crate::shape::axis_index;
 use crate::Tensor;
@@ -52,10 +52,13 @@ impl Tensor {
             };
             let (y, future) = y.split_at_mut(live);
             future.fill(0.0);
-            let mut sum = 0f64;
             for (y, &x) in y.iter_mut().zip(x) {
-                *y = (x - max).exp();
-                sum += *y as f64;
+                *y = x - max;
+            }
+            exp_in_place(y); // `f32::exp`'s bits, several lanes at a time
+            let mut sum = 0f64;
+            for &y in y.iter() {
+                sum += y as f64;
             }
             let scale = (1.0 / sum) as f32;
             for y in y.iter_mut() {

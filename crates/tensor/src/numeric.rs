@@ -1,9 +1,13 @@
 //! The numerical kernels behind some element-wise ops: a range-reduced `exp`,
+//! glibc's `expf` in vector lanes ([`exp_in_place`], the same bits as `f32::exp`),
 //! the error function and a fast `erfc` (GELU's gate), and a vectorizing `tanh`
 //! with its AVX2 path ([`tanh`]). The ops themselves are listed in `elementwise.rs`;
 //! this is how a few of them are computed fast and close to PyTorch's values.
 
+mod expf;
 mod tanh;
+
+pub use expf::exp_in_place;
 
 pub(crate) use tanh::{tanh_f32, tanh_into};
 
