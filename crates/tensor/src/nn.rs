@@ -13,6 +13,17 @@ use crate::Tensor;
 impl Tensor {
     /// Replaces each lane along `axis` by `f(lane)`, in the original layout.
     fn map_lanes(&self, axis: isize, f: impl Fn(&[f32], &mut [f32]) + Sync) -> Tensor {
+        self.map_lane_groups(axis, |x, y, lane| {
+            for (x, y) in x.chunks(lane).zip(y.chunks_mut(lane)) {
+                f(x, y);
+            }
+        })
+    }
+
+    /// Replaces the lanes along `axis` by `f(lanes, out, lane length)`, up to
+    /// [`INTERLEAVED`] lanes at a time, one after another in `lanes`, in the
+    /// original layout.
+    fn map_lane_groups(&self, axis: isize, f: impl Fn(&[f32], &mut [f32], usize) + Sync) -> Tensor {
         let axis = axis_index(axis, self.shape());
         let mut order: Vec<usize> = (0..self.ndim()).filter(|&a| a != axis).collect();
         order.push(axis);
@@ -22,8 +33,9 @@ impl Tensor {
         let mut output = vec![0f32; input.len()];
         if lane > 0 {
             parallel_fill(&mut output, lane, |start, piece| {
-                for (x, y) in input[start..].chunks(lane).zip(piece.chunks_mut(lane)) {
-                    f(x, y);
+                let group = INTERLEAVED * lane;
+                for (x, y) in input[start..].chunks(group).zip(piece.chunks_mut(group)) {
+                    f(&x[..y.len()], y, lane);
                 }
             });
         }
@@ -38,31 +50,43 @@ impl Tensor {
 
     /// `F.softmax(x, axis)`: `exp(x - max) / Σ exp(x - max)` along `axis`.
     pub fn softmax(&self, axis: isize) -> Tensor {
-        self.map_lanes(axis, |x, y| {
-            let max = lane_max(x);
-            // A causal mask's future (a trailing run of -inf) gives exactly 0
-            // and adds nothing to the sum, so it is written, not computed: the
-            // same bits, half the exponentials of a masked attention row.
-            let live = if max.is_finite() {
-                x.iter()
-                    .rposition(|&v| v != f32::NEG_INFINITY)
-                    .map_or(0, |last| last + 1)
+        self.map_lane_groups(axis, |x, y, lane| {
+            let mut lives = [0; INTERLEAVED];
+            for ((x, y), live) in x.chunks(lane).zip(y.chunks_mut(lane)).zip(&mut lives) {
+                let max = lane_max(x);
+                // A causal mask's future (a trailing run of -inf) gives exactly 0
+                // and adds nothing to the sum, so it is written, not computed: the
+                // same bits, half the exponentials of a masked attention row.
+                *live = if max.is_finite() {
+                    x.iter()
+                        .rposition(|&v| v != f32::NEG_INFINITY)
+                        .map_or(0, |last| last + 1)
+                } else {
+                    x.len()
+                };
+                let (y, future) = y.split_at_mut(*live);
+                future.fill(0.0);
+                for (y, &x) in y.iter_mut().zip(x) {
+                    *y = x - max;
+                }
+                exp_in_place(y); // `f32::exp`'s bits, several lanes at a time
+            }
+            // Each lane's Σ in f64, in order, eight lanes side by side. The future's
+            // zeros are added too: a sum of non-negative terms stays as it was.
+            let sums = if y.len() == INTERLEAVED * lane {
+                interleaved_row_sums(y, lane)
             } else {
-                x.len()
+                let mut sums = [0f64; INTERLEAVED];
+                for (sum, y) in sums.iter_mut().zip(y.chunks(lane)) {
+                    *sum = row_sum(y.iter().copied());
+                }
+                sums
             };
-            let (y, future) = y.split_at_mut(live);
-            future.fill(0.0);
-            for (y, &x) in y.iter_mut().zip(x) {
-                *y = x - max;
-            }
-            exp_in_place(y); // `f32::exp`'s bits, several lanes at a time
-            let mut sum = 0f64;
-            for &y in y.iter() {
-                sum += y as f64;
-            }
-            let scale = (1.0 / sum) as f32;
-            for y in y.iter_mut() {
-                *y *= scale;
+            for ((y, live), sum) in y.chunks_mut(lane).zip(lives).zip(sums) {
+                let scale = (1.0 / sum) as f32;
+                for y in &mut y[..live] {
+                    *y *= scale;
+                }
             }
         })
     }
@@ -657,7 +681,14 @@ mod tests {
     // and a row of nothing but -inf (NaN, as PyTorch gives) go the whole way.
     #[test]
     fn a_masked_future_is_written_as_the_full_softmax_writes_it() {
-        let (t, n) = (7, 9);
+        // Eight rows (one group of lanes side by side), then eleven (a group and a
+        // tail) of seventy (the vector exponentials and their tail).
+        for (t, n) in [(7, 9), (10, 70)] {
+            masked_rows_as_the_full_softmax(t, n);
+        }
+    }
+
+    fn masked_rows_as_the_full_softmax(t: usize, n: usize) {
         let mut values = Vec::new();
         for i in 0..t {
             for j in 0..n {
@@ -669,7 +700,7 @@ mod tests {
                 });
             }
         }
-        values.extend([f32::NEG_INFINITY; 9]);
+        values.extend(vec![f32::NEG_INFINITY; n]);
         let x = Tensor::from_vec(values.clone(), &[t + 1, n]);
         let got = x.softmax(-1).to_vec();
         for (row, (got, want)) in got
