@@ -18,7 +18,7 @@
 //! the fused op too. FlashAttention's tiles and online softmax would also
 //! bound the `T²` of one pair; at the course's T ≤ 1024 it is at most 4 MiB.
 
-use crate::{parallel_fill, KeepMask, Tensor};
+use crate::{exp_in_place, parallel_fill, KeepMask, Tensor};
 use ndarray::{Axis, Slice};
 use std::ops::Range;
 
@@ -161,10 +161,14 @@ impl Attention {
                     // finite, and adding or scaling a 0 changes nothing: only
                     // the keys the query sees are computed (half the exps).
                     let live = if max.is_finite() { lo..seen } else { 0..t };
+                    let seen_keys = &mut y[live.clone()];
+                    for y in seen_keys.iter_mut() {
+                        *y -= max;
+                    }
+                    exp_in_place(seen_keys); // `f32::exp`'s bits, several lanes at a time
                     let mut sum = 0f64;
-                    for y in y[live.clone()].iter_mut() {
-                        *y = (*y - max).exp();
-                        sum += *y as f64;
+                    for &y in seen_keys.iter() {
+                        sum += y as f64;
                     }
                     let inverse = (1.0 / sum) as f32;
                     for y in y[live.clone()].iter_mut() {
