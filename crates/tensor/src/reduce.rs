@@ -388,7 +388,7 @@ const SUM_START: f64 = -0.0;
 /// How many rows [`interleaved_row_sums`] takes at once.
 pub(crate) const INTERLEAVED: usize = 8;
 
-/// [`row_sum`] of each of [`INTERLEAVED`] rows of `width` values, stored one after
+/// The f64 sum of each of [`INTERLEAVED`] rows of `width` values, stored one after
 /// another in `rows`. Each row is still one chain of adds in index order
 /// as `Iterator::sum` adds it (from [`SUM_START`]), so every sum has the same bits; but the rows' chains
 /// run side by side, where one row's chain waits out each add's latency (a 128-wide
