@@ -6,17 +6,18 @@
 //! then round their float32 results to bfloat16 too; these keep them in float32.
 //!
 //! A bfloat16 number is the top 16 bits of a float32, so the product of two is exact in float32
-//! (8 × 8 significand bits) and only the additions round. The kernel for CPUs with
-//! `avx512_bf16` uses `vdpbf16ps`, which for each float32 lane adds the product of a pair's odd
-//! elements, then of its even ones, each add rounded, with denormal inputs read as zero and
-//! denormal results flushed to zero (measured on this machine's EPYC: every lane of 320,000
-//! equals that order, `tests/bf16.rs`). The portable path adds in the same order with the same
-//! flushes, so it gives the kernel's values bit for bit and every test runs on any machine.
-//! CPUs with AVX2 but not `avx512_bf16` take a third path: fused multiply-adds in the same
-//! order without the flushes, where the operands' exponents show that no product or sum can be
-//! denormal and no product can overflow (then the flushes change nothing and each product is
-//! exact), and the portable blocks elsewhere: the same values again, at 0.78 of our sgemm's
-//! speed on an AVX2 EPYC (Zen 3), where the portable blocks ran at 0.26.
+//! (8 × 8 significand bits) unless it overflows or falls below the normal range. The kernel for
+//! CPUs with `avx512_bf16` uses `vdpbf16ps`, which for each float32 lane adds the product of a
+//! pair's odd elements, then of its even ones, each as a fused multiply-add (the exact product,
+//! one rounding), with denormal inputs read as zero and denormal results flushed to zero
+//! (measured on an EPYC with `avx512_bf16`: every lane of 320,000 equals that order, and a
+//! product past float32's largest value is taken back by the next sum as a fused add takes it
+//! back, `tests/bf16.rs`). The portable path adds in the same order with the same flushes, so
+//! it gives the kernel's values bit for bit and every test runs on any machine. CPUs with AVX2
+//! but not `avx512_bf16` take a third path: the same fused multiply-adds without the flushes,
+//! where the operands' exponents show that no product or sum can be denormal (then the flushes
+//! change nothing), and the portable blocks elsewhere: the same values again, at 0.78 of our
+//! sgemm's speed on an AVX2 EPYC (Zen 3), where the portable blocks ran at 0.26.
 //!
 //! Layout: each operand is packed as pairs along k (one 32-bit word per pair; k padded with a
 //! zero to even), from its own layout: A in rows row by row (a pair's word broadcast to every
@@ -411,8 +412,8 @@ fn pack_b(b: &ArrayView2<f32>, threaded: bool, packed: &mut Vec<u32>) -> usize {
 
 // ANCHOR: matmul_bf16_portable
 /// C = A · B with bfloat16 operands, on any CPU: for each output, over k in pairs, the odd
-/// element's product added, then the even one's, each sum rounded to float32 and flushed if
-/// denormal, as `vdpbf16ps` adds.
+/// element's product added, then the even one's, each by a fused multiply-add (one rounding to
+/// float32) and flushed if denormal, as `vdpbf16ps` adds.
 pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
     assert_eq!((a.len(), b.len()), (m * k, k * n), "matmul_bf16: shapes");
     let mut c = vec![0f32; m * n];
@@ -426,8 +427,8 @@ pub fn matmul_bf16_portable(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) 
                     true => (round_bf16(a[i * k + p + 1]), round_bf16(b[(p + 1) * n + j])),
                     false => (0.0, 0.0),
                 };
-                acc = flush(acc + a_odd * b_odd);
-                acc = flush(acc + a_even * b_even);
+                acc = flush(a_odd.mul_add(b_odd, acc));
+                acc = flush(a_even.mul_add(b_even, acc));
             }
             c[i * n + j] = acc;
         }
@@ -684,21 +685,19 @@ fn exponent_range_of_b(packed: &[u32], k: usize, n: usize, panel_words: usize) -
 }
 
 /// Whether operands with these exponent ranges (A's and B's nonzero bfloat16 elements) let a
-/// fused multiply-add without flushes give `vdpbf16ps`'s values: no product or partial sum
-/// can be denormal, and no product can overflow (then each product is exact, and adding it
-/// in one rounding is adding it after an exact multiply).
+/// fused multiply-add without flushes give `vdpbf16ps`'s values: no partial sum can be
+/// denormal, so its flushes change nothing.
 ///
 /// A bfloat16 number is an integer below 256 times 2^(e − 7), so each product is a multiple
 /// of 2^q, q = e_a + e_b − 14, and so is each sum of products, rounded or not (rounding lands
 /// on a coarser grid, or the sum is exact); a nonzero multiple of 2^q is normal when
-/// q ≥ −126, that is, with biased fields, `least_a + least_b − 268 ≥ −126`. A product is
-/// below 2^(e_a + e_b + 2), finite when `e_a + e_b ≤ 126`; infinities and NaNs (field 255)
-/// go the flushing way.
+/// q ≥ −126, that is, with biased fields, `least_a + least_b − 268 ≥ −126`. Infinities and
+/// NaNs (field 255) go the flushing way.
 fn fused_without_flushes_is_exact(
     (least_a, most_a): (u32, u32),
     (least_b, most_b): (u32, u32),
 ) -> bool {
-    least_a + least_b >= 142 && most_a + most_b <= 380 && most_a < 255 && most_b < 255
+    least_a + least_b >= 142 && most_a < 255 && most_b < 255
 }
 
 /// Each packed word's halves as float32 bit patterns, the even one first, into `wide`
@@ -787,8 +786,8 @@ mod portable {
                 let word = unsafe { *a.add(r * strides.row + p * strides.pair) };
                 let (a_even, a_odd) = (from_bf16(word as u16), from_bf16((word >> 16) as u16));
                 for j in 0..NR {
-                    let sum = flush(acc_r[j] + a_odd * b_odd[j]);
-                    acc_r[j] = flush(sum + a_even * b_even[j]);
+                    let sum = flush(a_odd.mul_add(b_odd[j], acc_r[j]));
+                    acc_r[j] = flush(a_even.mul_add(b_even[j], sum));
                 }
             }
         }
