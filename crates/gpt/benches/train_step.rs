@@ -23,7 +23,8 @@ fn main() {
     gpt::keep_freed_memory();
     // ZTH_DTYPE=bfloat16: every product with bfloat16 operands (`gpt train --dtype bfloat16`).
     let dtype = std::env::var("ZTH_DTYPE").unwrap_or_else(|_| "float32".into());
-    tensor::bf16::set_precision(dtype.parse().unwrap_or_else(|e| panic!("ZTH_DTYPE: {e}")));
+    let _precision =
+        tensor::bf16::precision_scope(dtype.parse().unwrap_or_else(|e| panic!("ZTH_DTYPE: {e}")));
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| {
         args.iter()

@@ -15,7 +15,7 @@ pub fn train(args: TrainArgs) -> Result<ExitCode, String> {
     if args.train_py.compile {
         println!("--compile=True: there is nothing to compile here; ignored");
     }
-    tensor::bf16::set_precision(args.train_py.precision()?);
+    let _precision = tensor::bf16::precision_scope(args.train_py.precision()?);
     let started = Instant::now();
     let mut run = Run::start(args)?;
     let first_iter = run.trainer.iter;

@@ -57,7 +57,8 @@ fn main() {
     gpt2::keep_freed_memory();
     // ZTH_DTYPE=bfloat16: every product with bfloat16 operands (`gpt2 train --dtype bfloat16`).
     let dtype = std::env::var("ZTH_DTYPE").unwrap_or_else(|_| "float32".into());
-    tensor::bf16::set_precision(dtype.parse().unwrap_or_else(|e| panic!("ZTH_DTYPE: {e}")));
+    let _precision =
+        tensor::bf16::precision_scope(dtype.parse().unwrap_or_else(|e| panic!("ZTH_DTYPE: {e}")));
     println!("products in {dtype} ({})", tensor::bf16::kernel());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("gpt2 train step, {threads} threads available");

@@ -363,7 +363,7 @@ const RECORD: [&str; 4] = ["report.json", "loss.csv", "loss.png", "loss.svg"];
 /// and at the end, mirrored onto the runs page.
 pub fn run(args: FinetuneArgs) -> Result<(), String> {
     args.check()?;
-    tensor::bf16::set_precision(args.train_py.precision()?);
+    let _precision = tensor::bf16::precision_scope(args.train_py.precision()?);
     report::check_out_dir("--out", &args.out)?;
     if args.out.join("model.safetensors").exists() {
         return Err(format!(

@@ -147,7 +147,7 @@ pub fn lecture(mut args: LectureArgs) -> Result<std::process::ExitCode, String> 
     let checkpoint = out.join("checkpoint.safetensors");
     let s = run.stage(if bfloat16 { "cpu-bfloat16" } else { "cpu" });
     s.set_source("PyTorch: tests/fixtures/cpu_stage.py (build-nanogpt train_gpt2.py at efedfac, narrowed); the bigram bar counted here");
-    tensor::bf16::set_precision(args.dtype);
+    let _precision = tensor::bf16::precision_scope(args.dtype);
     if bfloat16 {
         println!("products in bfloat16 ({})", tensor::bf16::kernel());
     }

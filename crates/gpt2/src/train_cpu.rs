@@ -50,7 +50,7 @@ pub struct TrainArgs {
 /// last loss is not PyTorch's.
 pub fn run(args: TrainArgs) -> Result<ExitCode, String> {
     use gpt2::train::TrainStage;
-    tensor::bf16::set_precision(args.dtype);
+    let _precision = tensor::bf16::precision_scope(args.dtype);
     let stage = match args.stage {
         StageArg::Cpu => return train(args.cpu, args.steps),
         StageArg::OverfitBatch => TrainStage::OverfitBatch,

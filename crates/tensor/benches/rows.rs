@@ -44,7 +44,7 @@ fn main() {
         ("bf16-1024", 1, 1024, 1024, 1024),
         ("batched-4096x8x16x8", 4096, 8, 16, 8),
     ] {
-        tensor::bf16::set_precision(match name {
+        let _precision = tensor::bf16::precision_scope(match name {
             "bf16-1024" => tensor::bf16::Precision::Bfloat16,
             _ => tensor::bf16::Precision::Float32,
         });

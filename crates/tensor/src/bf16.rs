@@ -31,7 +31,7 @@
 use crate::pool::{for_each_piece, in_piece, SharedMut};
 use ndarray::ArrayView2;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
 
 /// Rows of C per kernel block.
 const MR: usize = 8;
@@ -893,25 +893,44 @@ pub enum Precision {
     Bfloat16,
 }
 
-static BFLOAT16: AtomicBool = AtomicBool::new(false);
-
-/// Sets the precision of every `Tensor::matmul` in this process from now on (linear layers,
-/// batched products, attention's two products, and their gradients).
-///
-/// Measured on this machine (2 threads, `cargo xtask bench`, one round): GPT-2 124M steps take
-/// 0.85× and 0.79× their float32 time (B4 T64, B1 T1024), lecture 7's `full` step 1.09×:
-/// small products (attention's) and everything that is not a product do not get faster.
-pub fn set_precision(precision: Precision) {
-    BFLOAT16.store(precision == Precision::Bfloat16, Ordering::SeqCst);
+thread_local! {
+    /// This thread's precision: float32 until a [`PrecisionScope`] says otherwise.
+    static PRECISION: Cell<Precision> = const { Cell::new(Precision::Float32) };
 }
 
-/// The precision `Tensor::matmul` uses now.
-pub fn precision() -> Precision {
-    if BFLOAT16.load(Ordering::Relaxed) {
-        Precision::Bfloat16
-    } else {
-        Precision::Float32
+/// Products in one precision until it is dropped, as `with torch.autocast(...)` is a block:
+/// every `Tensor::matmul` on this thread (linear layers, batched products, attention's two
+/// products, and their gradients), and the pieces of them the tensor pool's workers run for
+/// it; the precision before comes back on drop. Per thread, so that two tests (or two tools)
+/// in one process never see each other's.
+///
+/// Measured (2 threads, `cargo xtask bench`, one round): GPT-2 124M steps take 0.85× and
+/// 0.79× their float32 time (B4 T64, B1 T1024), lecture 7's `full` step 1.09×: small products
+/// (attention's) and everything that is not a product do not get faster.
+#[must_use = "the precision holds only while the scope is alive"]
+pub struct PrecisionScope {
+    before: Precision,
+    /// Dropped on the thread that made it (its thread-local is what it restores).
+    _this_thread: std::marker::PhantomData<*const ()>,
+}
+
+/// Products in `precision` on this thread until the returned scope is dropped.
+pub fn precision_scope(precision: Precision) -> PrecisionScope {
+    PrecisionScope {
+        before: PRECISION.with(|p| p.replace(precision)),
+        _this_thread: std::marker::PhantomData,
     }
+}
+
+impl Drop for PrecisionScope {
+    fn drop(&mut self) {
+        PRECISION.with(|p| p.set(self.before));
+    }
+}
+
+/// The precision `Tensor::matmul` uses now, on this thread.
+pub fn precision() -> Precision {
+    PRECISION.with(Cell::get)
 }
 
 impl std::str::FromStr for Precision {

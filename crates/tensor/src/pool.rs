@@ -9,10 +9,12 @@
 //! calling thread runs pieces too, so `max_threads() - 1` workers exist.
 //!
 //! Which thread runs a piece never changes what it computes, so results have
-//! the same bits on any number of threads. A call made from inside a piece, or
-//! while another thread's call holds the workers, runs its pieces in order on
-//! the calling thread.
+//! the same bits on any number of threads (a piece runs in its caller's
+//! precision of products, [`crate::bf16::precision_scope`], on any thread).
+//! A call made from inside a piece, or while another thread's call holds the
+//! workers, runs its pieces in order on the calling thread.
 
+use crate::bf16::{precision, precision_scope, Precision};
 use crate::max_threads;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -31,6 +33,8 @@ struct Job<'a> {
     next: AtomicUsize,
     done: AtomicUsize,
     panicked: AtomicBool,
+    /// The caller's precision of products, which its pieces keep on any thread.
+    precision: Precision,
 }
 
 impl Job<'_> {
@@ -121,7 +125,10 @@ fn worker(pool: &'static Pool) {
         if !job.is_null() {
             // SAFETY: the caller keeps the job alive until `inside` is zero,
             // and clears `job` before it waits for that.
-            unsafe { (*job).work() };
+            unsafe {
+                let _caller_s = precision_scope((*job).precision);
+                (*job).work()
+            };
         }
         pool.inside.fetch_sub(1, SeqCst);
     }
@@ -147,6 +154,7 @@ pub(crate) fn for_each_piece(pieces: usize, run: impl Fn(usize) + Sync) {
         next: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
         panicked: AtomicBool::new(false),
+        precision: precision(),
     };
     // SAFETY (lifetime): the pointer is cleared, and every worker that could
     // have read it has left, before `job` goes out of scope below.

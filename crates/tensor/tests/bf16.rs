@@ -6,9 +6,6 @@ use tensor::bf16::{
     from_bf16, kernel, matmul_bf16, matmul_bf16_on, matmul_bf16_portable, round_bf16, to_bf16, Path,
 };
 
-/// The precision is one switch for the whole process: the tests that set it take turns.
-static SWITCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// Deterministic values in [-scale, scale).
 fn values(n: usize, seed: u64, scale: f32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -194,22 +191,26 @@ fn the_avx2_path_fuses_only_where_that_changes_nothing() {
 /// gives `matmul_bf16` of its operands, bit for bit; back under float32, sgemm again.
 #[test]
 fn the_precision_switch_sends_every_product_through_bfloat16() {
-    use tensor::bf16::{precision, set_precision, Precision};
+    use tensor::bf16::{precision, precision_scope, Precision};
     use tensor::Tensor;
     let (m, k, n) = (37, 70, 45);
     let a = Tensor::from_vec(values(m * k, 11, 2.0), &[m, k]);
     let bt = Tensor::from_vec(values(n * k, 12, 2.0), &[n, k]);
     let b = bt.transpose(0, 1); // (k, n), read in place
     let b_dense = b.contiguous().to_vec();
-    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let float32 = a.matmul(&b).to_vec();
-    set_precision(Precision::Bfloat16);
+    let scope = precision_scope(Precision::Bfloat16);
     assert_eq!(precision(), Precision::Bfloat16);
     let bf16 = a.matmul(&b).to_vec();
     let batched = Tensor::from_vec([a.to_vec(), a.to_vec()].concat(), &[2, m, k])
         .matmul(&b)
         .to_vec();
-    set_precision(Precision::Float32);
+    drop(scope);
+    assert_eq!(
+        precision(),
+        Precision::Float32,
+        "the scope's end restores float32"
+    );
     let want = matmul_bf16(&a.to_vec(), &b_dense, m, k, n);
     assert!(bf16
         .iter()
@@ -225,11 +226,28 @@ fn the_precision_switch_sends_every_product_through_bfloat16() {
     assert!("float16".parse::<Precision>().is_err());
 }
 
+/// A scope is this thread's: another thread's products stay float32 meanwhile, and a nested
+/// scope gives back the outer one's precision.
+#[test]
+fn a_precision_scope_holds_on_its_own_thread_only() {
+    use tensor::bf16::{precision, precision_scope, Precision};
+    let outer = precision_scope(Precision::Bfloat16);
+    let elsewhere = std::thread::spawn(precision).join().unwrap();
+    assert_eq!(elsewhere, Precision::Float32);
+    {
+        let _inner = precision_scope(Precision::Float32);
+        assert_eq!(precision(), Precision::Float32);
+    }
+    assert_eq!(precision(), Precision::Bfloat16, "the inner scope's end");
+    drop(outer);
+    assert_eq!(precision(), Precision::Float32);
+}
+
 /// Each operand in memory by rows or by columns (a weight read as `W^T`, `dY^T` in a weight's
 /// gradient) is packed from its own layout; all four give the plain path's values.
 #[test]
 fn transposed_operands_are_packed_to_the_same_values() {
-    use tensor::bf16::{set_precision, Precision};
+    use tensor::bf16::{precision_scope, Precision};
     use tensor::Tensor;
     // Rows in two pieces, k in two passes, and large enough to be shared among the threads.
     let (m, k, n) = (150, 451, 41);
@@ -240,8 +258,7 @@ fn transposed_operands_are_packed_to_the_same_values() {
     // The same matrices, stored transposed and read through a transposed view.
     let a_cols = a_rows.transpose(0, 1).contiguous().transpose(0, 1);
     let b_cols = b_rows.transpose(0, 1).contiguous().transpose(0, 1);
-    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
-    set_precision(Precision::Bfloat16);
+    let scope = precision_scope(Precision::Bfloat16);
     let products = [
         ("rows @ rows", a_rows.matmul(&b_rows).to_vec()),
         ("rows @ columns", a_rows.matmul(&b_cols).to_vec()),
@@ -251,7 +268,7 @@ fn transposed_operands_are_packed_to_the_same_values() {
     // A batch of eight, which the threads divide among themselves.
     let eight = |x: &Tensor| Tensor::stack(&[x; 8], 0);
     let batched = eight(&a_cols).matmul(&eight(&b_rows)).to_vec();
-    set_precision(Precision::Float32);
+    drop(scope);
     for (layout, got) in products {
         assert!(
             got.iter()
