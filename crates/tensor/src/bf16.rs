@@ -30,8 +30,8 @@
 
 use crate::pool::{for_each_piece, in_piece, SharedMut};
 use ndarray::ArrayView2;
-use std::ops::Range;
 use std::cell::Cell;
+use std::ops::Range;
 
 /// Rows of C per kernel block.
 const MR: usize = 8;
