@@ -6,7 +6,7 @@
 
 use crate::elementwise::{fill_in_pieces, parallel_fill, threads_for};
 use crate::numeric::{exp_in_place, exp_shifted_into, max_blocked, sum_f64_blocked, SimdPath};
-use crate::reduce::{interleaved_row_sums, INTERLEAVED};
+use crate::reduce::{group_row_sums, interleaved_row_sums, INTERLEAVED};
 use crate::shape::axis_index;
 use crate::Tensor;
 
@@ -73,15 +73,7 @@ impl Tensor {
             }
             // Each lane's Σ in f64, in order, eight lanes side by side. The future's
             // zeros are added too: a sum of non-negative terms stays as it was.
-            let sums = if y.len() == INTERLEAVED * lane {
-                interleaved_row_sums(y, lane)
-            } else {
-                let mut sums = [0f64; INTERLEAVED];
-                for (sum, y) in sums.iter_mut().zip(y.chunks(lane)) {
-                    *sum = row_sum(y.iter().copied());
-                }
-                sums
-            };
+            let sums = group_row_sums(y, lane);
             for ((y, live), sum) in y.chunks_mut(lane).zip(lives).zip(sums) {
                 let scale = (1.0 / sum) as f32;
                 for y in &mut y[..live] {
@@ -134,15 +126,7 @@ impl Tensor {
                     *p = g * s;
                 }
                 // Each row's Σ g⊙s, in `sum(axis)`'s order.
-                let dots = if probs.len() == group {
-                    interleaved_row_sums(products, width)
-                } else {
-                    let mut dots = [0f64; INTERLEAVED];
-                    for (dot, row) in dots.iter_mut().zip(products.chunks(width)) {
-                        *dot = row_sum(row.iter().copied());
-                    }
-                    dots
-                };
+                let dots = group_row_sums(products, width);
                 let rows = out
                     .chunks_mut(width)
                     .zip(probs.chunks(width))

@@ -363,17 +363,7 @@ fn sum_rows(values: &[f32], width: usize) -> Vec<f32> {
     crate::elementwise::parallel_collect(rows, INTERLEAVED, |start, piece| {
         for (group, out) in piece.chunks_mut(INTERLEAVED).enumerate() {
             let first = (start + group * INTERLEAVED) * width;
-            let sums = if out.len() == INTERLEAVED {
-                interleaved_row_sums(&values[first..first + INTERLEAVED * width], width)
-            } else {
-                let mut sums = [SUM_START; INTERLEAVED];
-                for j in 0..width {
-                    for (r, sum) in sums.iter_mut().enumerate().take(out.len()) {
-                        *sum += values[first + r * width + j] as f64;
-                    }
-                }
-                sums
-            };
+            let sums = group_row_sums(&values[first..first + out.len() * width], width);
             for (o, &sum) in out.iter_mut().zip(&sums) {
                 o.write(sum as f32);
             }
@@ -407,6 +397,23 @@ pub(crate) fn interleaved_row_sums(rows: &[f32], width: usize) -> [f64; INTERLEA
         return unsafe { transposed::row_sums(rows, width) };
     }
     row_sums_from(rows, width, 0, [SUM_START; INTERLEAVED])
+}
+
+/// The f64 sum of each row of `rows`, up to [`INTERLEAVED`] rows of `width` values
+/// (`rows.len() / width` of them), each as `Iterator::sum` adds it: a full group of eight
+/// through [`interleaved_row_sums`], a shorter one row by row (the same bits either way). The
+/// sums past the last row are zero.
+pub(crate) fn group_row_sums(rows: &[f32], width: usize) -> [f64; INTERLEAVED] {
+    if rows.len() == INTERLEAVED * width {
+        return interleaved_row_sums(rows, width);
+    }
+    let mut sums = [0f64; INTERLEAVED];
+    if width > 0 {
+        for (sum, row) in sums.iter_mut().zip(rows.chunks(width)) {
+            *sum = row.iter().map(|&v| v as f64).sum();
+        }
+    }
+    sums
 }
 
 /// The chains of [`interleaved_row_sums`] continued from column `first` with `sums`.
@@ -506,6 +513,26 @@ mod row_sum_tests {
     fn the_row_sums_start_where_iterator_sum_does() {
         let start: f64 = std::iter::empty::<f64>().sum();
         assert_eq!(SUM_START.to_bits(), start.to_bits());
+    }
+
+    /// A group of one to eight rows: each row's `Iterator::sum` bit for bit, zeros after.
+    #[test]
+    fn a_group_of_any_size_sums_each_row_in_order() {
+        let width = 37;
+        let values: Vec<f32> = (0..INTERLEAVED * width)
+            .map(|i| ((i * 7919 % 2001) as f32 - 1000.0) * 2f32.powi((i as i32 * 13) % 40 - 20))
+            .collect();
+        for count in 1..=INTERLEAVED {
+            let rows = &values[..count * width];
+            let sums = group_row_sums(rows, width);
+            for (r, sum) in sums.iter().enumerate() {
+                let want: f64 = match r < count {
+                    true => rows[r * width..][..width].iter().map(|&v| v as f64).sum(),
+                    false => 0.0,
+                };
+                assert_eq!(sum.to_bits(), want.to_bits(), "{count} rows, row {r}");
+            }
+        }
     }
 
     /// Every width, with its tail after the last eight columns, gives each row's
