@@ -147,7 +147,6 @@ impl PyRandom {
     }
 }
 
-#[cfg(feature = "rand")]
 impl rand::RngCore for PyRandom {
     fn next_u32(&mut self) -> u32 {
         self.mt.next_u32()
