@@ -169,17 +169,3 @@ pub fn train_val_split(path: &Path) -> Result<(InMemory, InMemory), String> {
     };
     Ok((row_groups(train), row_groups(val)))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blank_lines_separate_documents() {
-        // As Python's text.split("\n\n") with the empty pieces dropped.
-        let docs: Vec<&str> = split_text("a b\nc\n\n\n\nd\n\n\ne\n\n").collect();
-        assert_eq!(docs, ["a b\nc", "d", "\ne"]);
-        let docs: Vec<&str> = split_text("a\r\n\r\nb\r\nc\n\r\nd\r\r\n\ne\r\n").collect();
-        assert_eq!(docs, ["a", "b\r\nc", "d\r", "e\r\n"]);
-    }
-}

@@ -519,35 +519,3 @@ pub fn loads(data: &[u8]) -> Result<EncodingState, String> {
     }
     Ok(out)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn state(n: usize) -> EncodingState {
-        EncodingState {
-            name: "rustbpe".into(),
-            pat_str: "a|b".into(),
-            mergeable_ranks: (0..n as u32)
-                .map(|i| (i.to_le_bytes().to_vec(), i))
-                .collect(),
-            special_tokens: vec![("<|bos|>".into(), n as u32)],
-        }
-    }
-
-    #[test]
-    fn what_dumps_writes_loads_reads() {
-        for n in [3, 1000, 1001, 2000, 70_000] {
-            let s = state(n);
-            assert_eq!(loads(&dumps(&s)).unwrap(), s, "{n} ranks");
-        }
-    }
-
-    #[test]
-    fn a_cut_file_is_an_error() {
-        let bytes = dumps(&state(10));
-        for cut in [0, 1, 20, bytes.len() - 1] {
-            assert!(loads(&bytes[..cut]).is_err(), "cut at {cut}");
-        }
-    }
-}

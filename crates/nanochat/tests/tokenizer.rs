@@ -182,3 +182,40 @@ fn conversations_nanochat_refuses_are_errors() {
         assert!(tok.render_conversation(&conv, 2048).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn blank_lines_separate_documents() {
+    // As Python's text.split("\n\n") with the empty pieces dropped.
+    let docs: Vec<&str> = split_text("a b\nc\n\n\n\nd\n\n\ne\n\n").collect();
+    assert_eq!(docs, ["a b\nc", "d", "\ne"]);
+    let docs: Vec<&str> = split_text("a\r\n\r\nb\r\nc\n\r\nd\r\r\n\ne\r\n").collect();
+    assert_eq!(docs, ["a", "b\r\nc", "d\r", "e\r\n"]);
+}
+
+/// An Encoding's state with `n` one-token ranks and a special token after them.
+fn encoding_state(n: usize) -> pickle::EncodingState {
+    pickle::EncodingState {
+        name: "rustbpe".into(),
+        pat_str: "a|b".into(),
+        mergeable_ranks: (0..n as u32)
+            .map(|i| (i.to_le_bytes().to_vec(), i))
+            .collect(),
+        special_tokens: vec![("<|bos|>".into(), n as u32)],
+    }
+}
+
+#[test]
+fn what_dumps_writes_loads_reads() {
+    for n in [3, 1000, 1001, 2000, 70_000] {
+        let s = encoding_state(n);
+        assert_eq!(pickle::loads(&pickle::dumps(&s)).unwrap(), s, "{n} ranks");
+    }
+}
+
+#[test]
+fn a_cut_pickle_is_an_error() {
+    let bytes = pickle::dumps(&encoding_state(10));
+    for cut in [0, 1, 20, bytes.len() - 1] {
+        assert!(pickle::loads(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+}
