@@ -53,7 +53,7 @@ fn run(cli: Cli) -> commands::BoxResult<ExitCode> {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
-    match run(Cli::parse()) {
+    match run(flags::parse::<Cli>()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");

@@ -21,7 +21,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("char-rnn-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&text, dir.join("input.txt")).unwrap();
-    let opt = Cli::parse_from(["bench", "--data-dir", dir.to_str().unwrap()]).opt;
+    let opt = flags::parse_from::<Cli>(["bench", "--data-dir", dir.to_str().unwrap()]).opt;
     let mut trainer = Trainer::new(opt, &mut std::io::sink()).unwrap();
     for _ in 0..WARMUP {
         trainer.step().unwrap();

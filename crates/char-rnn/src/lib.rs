@@ -23,7 +23,8 @@
 //!   sample.lua with their options and defaults: [`loader`]
 //!   (`CharSplitLMMinibatchLoader`), [`model`] (`LSTM.lua`, `GRU.lua`,
 //!   `RNN.lua`), [`train`] (`feval`, RMSprop, the loop), [`checkpoint`],
-//!   [`sample`], and [`flags`] (`-rnn_size 128` or `--rnn-size 128`).
+//!   and [`sample`]; the flags in either spelling (`-rnn_size 128` or
+//!   `--rnn-size 128`) through the `flags` crate.
 //!
 //! Targets (`tests/fixtures/train/char_rnn.py`, char-rnn's code written out in
 //! PyTorch, every random number from PyTorch's generator, in float32 where
@@ -42,7 +43,6 @@
 
 pub mod blas;
 pub mod checkpoint;
-pub mod flags;
 pub mod loader;
 pub mod min;
 pub mod model;

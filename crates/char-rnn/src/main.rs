@@ -10,7 +10,7 @@
 
 mod record;
 
-use char_rnn::{flags, min, sample, train};
+use char_rnn::{min, sample, train};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,7 +60,7 @@ struct MinArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(flags::normalize(std::env::args()));
+    let cli = flags::parse::<Cli>();
     report::main_with(tensor::check_threads_env(), 1, || match cli.command {
         Command::Min(args) => run_min(args),
         Command::Train(opt) => {

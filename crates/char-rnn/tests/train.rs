@@ -24,7 +24,7 @@ struct TrainCli {
 fn options(flags: &[String]) -> Options {
     let mut argv = vec!["train".to_string()];
     argv.extend_from_slice(flags);
-    TrainCli::parse_from(argv).args
+    flags::parse_from::<TrainCli>(argv).args
 }
 
 fn fixture(name: &str) -> Value {

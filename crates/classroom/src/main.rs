@@ -51,7 +51,7 @@ enum Cmd {
     Assign {
         #[command(flatten)]
         lecture: LectureArgs,
-        #[arg(long, alias = "out-dir", alias = "out_dir")]
+        #[arg(long, alias = "out-dir")]
         out: PathBuf,
         /// Only these regions (ids or names, comma-separated).
         #[arg(long, value_delimiter = ',')]
@@ -84,7 +84,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = flags::parse::<Cli>();
     let data = data::DataDir::resolve().path;
     let result = match cli.command {
         Cmd::Assign {

@@ -626,7 +626,7 @@ fn nanogpt_checkpoint() -> Result<Loader, String> {
         #[command(flatten)]
         args: TrainArgs,
     }
-    let args = Cli::try_parse_from([
+    let args = flags::try_parse_from::<Cli>([
         "train",
         "--data=prepared",
         "--n_layer=1",
@@ -687,7 +687,7 @@ fn char_rnn_checkpoint() -> Result<Loader, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let text = "Über die Brücke, über das Feld 🙂\nΚαλημέρα, мир!\n".repeat(8);
     std::fs::write(dir.join("input.txt"), text).map_err(|e| e.to_string())?;
-    let opt = Cli::try_parse_from([
+    let opt = flags::try_parse_from::<Cli>([
         "train",
         &format!("--data-dir={}", dir.display()),
         "--rnn-size=8",

@@ -137,7 +137,7 @@ fn replay(scratch: &Path) -> Result<bool, String> {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
-    let cli = Cli::parse();
+    let cli = flags::parse::<Cli>();
     let all_lectures: Vec<u32> = (1..=9).collect();
     let result = match cli.task {
         Task::Corpus => corpus(&cli.scratch),

@@ -85,7 +85,7 @@ impl SamplingArgs {
 fn main() -> ExitCode {
     report::main_with(tensor::check_threads_env(), 1, || {
         gpt::keep_freed_memory();
-        match Cli::parse().command {
+        match flags::parse::<Cli>().command {
             Command::Lecture(args) => lecture(args),
             Command::Sample(args) => args.run().map(|()| ExitCode::SUCCESS),
             Command::Prepare(args) => args.run().map(|()| ExitCode::SUCCESS),

@@ -47,7 +47,7 @@ fn train_args(data: &Path, out: &Path, nanogpt_args: &Value) -> TrainArgs {
     }
     argv.push(format!("--data={}", data.display()));
     argv.push(format!("--out_dir={}", out.display()));
-    Cli::parse_from(argv).args
+    flags::parse_from::<Cli>(argv).args
 }
 
 #[test]

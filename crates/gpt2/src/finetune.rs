@@ -57,7 +57,7 @@ pub struct FinetuneArgs {
     #[arg(long, alias = "dataset")]
     pub data: PathBuf,
     /// Where the fine-tuned model (config.json, model.safetensors), report.json, loss.csv and plots go.
-    #[arg(long, alias = "out-dir", alias = "out_dir")]
+    #[arg(long, alias = "out-dir")]
     pub out: PathBuf,
     /// train.py's keys that every loop reads.
     #[command(flatten)]

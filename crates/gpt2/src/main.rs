@@ -72,6 +72,6 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
 fn main() -> ExitCode {
     report::main_with(tensor::check_threads_env(), 1, || {
         gpt2::keep_freed_memory();
-        run(Cli::parse())
+        run(flags::parse::<Cli>())
     })
 }

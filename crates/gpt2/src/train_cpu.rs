@@ -96,12 +96,7 @@ pub fn run(args: TrainArgs) -> Result<ExitCode, String> {
 #[derive(clap::Args)]
 pub struct CpuArgs {
     /// Folder for log.txt and checkpoint.safetensors.
-    #[arg(
-        long,
-        alias = "out-dir",
-        alias = "out_dir",
-        default_value = "runs/gpt2-cpu"
-    )]
+    #[arg(long, alias = "out-dir", default_value = "runs/gpt2-cpu")]
     pub out: PathBuf,
     /// Continue from OUT/checkpoint.safetensors.
     #[arg(long)]

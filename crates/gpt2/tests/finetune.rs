@@ -84,7 +84,7 @@ fn finetune_tracks_nanogpts_loop_on_transformers_gpt2() {
         }
         let model = fixtures().join("tiny-vocab");
         let data = fixtures().join("nanogpt_bpe");
-        Cli::parse_from([
+        flags::parse_from::<Cli>([
             "finetune".to_string(),
             format!("--model={}", model.display()),
             format!("--data={}", data.display()),
@@ -205,7 +205,7 @@ fn bad_inputs_are_refused_naming_the_folder_or_flag() {
             #[command(flatten)]
             args: FinetuneArgs,
         }
-        Cli::parse_from([
+        flags::parse_from::<Cli>([
             "finetune".to_string(),
             format!("--model={}", model.display()),
             format!("--data={}", data.display()),

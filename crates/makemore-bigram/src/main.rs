@@ -86,7 +86,7 @@ fn main() -> ExitCode {
             run: args,
             exercises,
             all_exercises,
-        } = Cli::parse().command;
+        } = flags::parse::<Cli>().command;
         lecture(&args, exercises, all_exercises).map_err(|e| e.to_string())
     })
 }

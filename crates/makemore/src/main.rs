@@ -146,7 +146,7 @@ fn main() -> ExitCode {
         eprintln!("makemore: error: {e}");
         return ExitCode::from(2);
     }
-    match options(Cli::parse()).and_then(|o| makemore::run(&o)) {
+    match options(flags::parse::<Cli>()).and_then(|o| makemore::run(&o)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("makemore: error: {e}");

@@ -46,7 +46,7 @@ const MOONS_STEPS: usize = 100;
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
-    let Commands::Lecture { run: args } = Cli::parse().command;
+    let Commands::Lecture { run: args } = flags::parse::<Cli>().command;
     let config = json!({
         "regression": {"model": "MLP(3, [4, 4, 1]) tanh, random bias", "steps": REGRESSION_STEPS, "lr": 0.1},
         "moons": {

@@ -33,7 +33,7 @@ fn main() {
         "--total-batch-size=2048",
         "--num-iterations=1000",
     ];
-    let args = Cli::parse_from(argv).args;
+    let args = flags::parse_from::<Cli>(argv).args;
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/base_train");
     let pkl = std::fs::read(fixtures.join("tokenizer_4096.pkl")).unwrap();
     let tokenizer =

@@ -113,25 +113,14 @@ pub struct ChatEvalArgs {
     #[arg(
         short = 'a',
         long = "task-name",
-        alias = "task_name",
         default_value = "arithmetic|spelling-bee|simple-spelling"
     )]
     pub task_name: String,
     /// Held-out problems per task (from the test seeds).
-    #[arg(
-        short = 'x',
-        long = "max-problems",
-        alias = "max_problems",
-        default_value_t = 100
-    )]
+    #[arg(short = 'x', long = "max-problems", default_value_t = 100)]
     pub max_problems: usize,
     /// Most tokens an answer takes.
-    #[arg(
-        short = 'm',
-        long = "max-new-tokens",
-        alias = "max_new_tokens",
-        default_value_t = 512
-    )]
+    #[arg(short = 'm', long = "max-new-tokens", default_value_t = 512)]
     pub max_new_tokens: usize,
     /// The spelling task's word list (default: names.txt).
     #[arg(long)]

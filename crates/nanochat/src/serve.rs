@@ -56,15 +56,10 @@ pub struct ServeArgs {
     #[arg(short = 't', long, default_value_t = 0.8)]
     pub temperature: f32,
     /// The default top-k.
-    #[arg(short = 'k', long = "top-k", alias = "top_k", default_value_t = 50)]
+    #[arg(short = 'k', long = "top-k", default_value_t = 50)]
     pub top_k: usize,
     /// The default most tokens of an answer.
-    #[arg(
-        short = 'm',
-        long = "max-tokens",
-        alias = "max_tokens",
-        default_value_t = 512
-    )]
+    #[arg(short = 'm', long = "max-tokens", default_value_t = 512)]
     pub max_tokens: usize,
     /// The port.
     #[arg(short = 'p', long, default_value_t = 8000)]

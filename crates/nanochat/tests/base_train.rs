@@ -175,7 +175,7 @@ fn args_of(record: &Value) -> BaseTrainArgs {
         .unwrap()
         .iter()
         .map(|a| a.as_str().unwrap());
-    Cli::parse_from(std::iter::once("base_train").chain(argv)).args
+    flags::parse_from::<Cli>(std::iter::once("base_train").chain(argv)).args
 }
 
 /// The fixture's documents: the text cut at blank lines, the last tenth (at least one) for

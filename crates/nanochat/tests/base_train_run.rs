@@ -38,7 +38,7 @@ fn shakespeare() -> PathBuf {
 }
 
 fn args(argv: &[&str]) -> BaseTrainArgs {
-    Cli::try_parse_from(std::iter::once("base_train").chain(argv.iter().copied()))
+    flags::try_parse_from::<Cli>(std::iter::once("base_train").chain(argv.iter().copied()))
         .unwrap_or_else(|e| panic!("{e}"))
         .args
 }

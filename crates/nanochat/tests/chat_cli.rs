@@ -49,7 +49,7 @@ fn trained(name: &str, seq_len: usize) -> PathBuf {
         "--model-tag=chat".into(),
         format!("--input={}", data.display()),
     ];
-    let args = TrainCli::try_parse_from(argv).unwrap().args;
+    let args = flags::try_parse_from::<TrainCli>(argv).unwrap().args;
     base_train(&args, &base, &mut |_| {}).unwrap();
     base
 }
@@ -60,7 +60,7 @@ fn tokenizer(base: &Path) -> Tokenizer {
 
 fn args(flags: &[&str]) -> ChatArgs {
     let argv = ["chat", "-i", "base", "-g", "chat"].iter().chain(flags);
-    ChatCli::try_parse_from(argv).unwrap().args
+    flags::try_parse_from::<ChatCli>(argv).unwrap().args
 }
 
 /// The chat's output for `typed` lines.

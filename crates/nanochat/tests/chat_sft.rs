@@ -69,7 +69,7 @@ fn sft_args(expected: &Value) -> SftArgs {
         "--spelling-bee=40".into(),
         "--arithmetic=80".into(),
     ]);
-    SftCli::try_parse_from(argv).unwrap().args
+    flags::try_parse_from::<SftCli>(argv).unwrap().args
 }
 
 fn tokenizer() -> Tokenizer {
@@ -149,7 +149,7 @@ fn train_base(base: &Path, expected: &Value) {
     let mut argv = vec!["base_train".to_string()];
     argv.extend(strings(&expected["base_argv"]));
     argv.push(format!("--input={}", shakespeare.display()));
-    let args = BaseCli::try_parse_from(argv).unwrap().args;
+    let args = flags::try_parse_from::<BaseCli>(argv).unwrap().args;
     base_train(&args, base, &mut |_| {}).unwrap();
 }
 

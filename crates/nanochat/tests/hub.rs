@@ -185,7 +185,7 @@ fn offline_the_hub_tasks_are_said_to_be_missing_and_sft_goes_on() {
     }
     let base = base_folder("offline");
     let words = data::path("names.txt").unwrap_or_else(|e| panic!("{e}"));
-    let args = Cli::try_parse_from([
+    let args = flags::try_parse_from::<Cli>([
         "chat_sft",
         "--hub",
         "--hub-endpoint=http://127.0.0.1:9",

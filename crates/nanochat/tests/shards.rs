@@ -109,7 +109,7 @@ fn base_train_trains_on_shards() {
         "--eval-tokens=256",
         "--sample-every=-1",
     ];
-    let args = Cli::parse_from(argv).args;
+    let args = flags::parse_from::<Cli>(argv).args;
     let mut lines = Vec::new();
     nanochat::base_train::run::base_train(&args, &base, &mut |l| lines.push(l)).unwrap();
     let bpb: Vec<&String> = lines

@@ -118,7 +118,9 @@ pub fn lecture_main<A: clap::Args>(
     lecture: impl FnOnce(A) -> Result<std::process::ExitCode, String>,
 ) -> std::process::ExitCode {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = LectureCli::<A>::command().about(about).get_matches();
+    let command = LectureCli::<A>::command().about(about);
+    let args = flags::normalize(&command, std::env::args_os());
+    let matches = command.get_matches_from(args);
     let cli = LectureCli::<A>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let LectureCommand::Lecture(args) = cli.command;
     main_with(threads_env, failure, || lecture(args))

@@ -34,7 +34,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     report::quiet_on_broken_pipe();
-    match run(Cli::parse()) {
+    match run(flags::parse::<Cli>()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");

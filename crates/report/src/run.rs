@@ -18,7 +18,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(clap::Args, Clone, Debug)]
 pub struct RunArgs {
     /// Folder for report.json, loss.csv and the plots (created if missing).
-    #[arg(long, alias = "out-dir", alias = "out_dir")]
+    #[arg(long, alias = "out-dir")]
     pub out: PathBuf,
     /// The shortened CI run: exact init checks and a loss bound after a few steps.
     #[arg(long)]

@@ -24,7 +24,7 @@ fn nanochat_run() -> Result<PathBuf, String> {
     let text = "Über die Brücke, über das Feld 🙂\nΚαλημέρα, мир!\n\n".repeat(40);
     let input = base.join("input.txt");
     std::fs::write(&input, text).map_err(|e| e.to_string())?;
-    let args = Cli::try_parse_from([
+    let args = flags::try_parse_from::<Cli>([
         "base_train",
         "--depth=1",
         "--max-seq-len=32",

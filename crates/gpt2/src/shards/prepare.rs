@@ -227,7 +227,7 @@ pub struct PrepareArgs {
     #[arg(long, default_value = "text")]
     field: String,
     /// Folder for the shards (`--out-dir` too, as `gpt prepare` spells it).
-    #[arg(long, alias = "out-dir", alias = "out_dir")]
+    #[arg(long, alias = "out-dir")]
     out: PathBuf,
     /// Tokens per shard (fineweb.py: 100,000,000).
     #[arg(long, default_value_t = 100_000_000)]
