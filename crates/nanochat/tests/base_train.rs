@@ -13,8 +13,8 @@
 //! every block starts as the identity, and the last RMSNorm cancels the scale of x0), AdamW
 //! scales that noise up to a full step, and a loss spike near step 20 magnifies it. nanochat on 1
 //! thread parts from nanochat on 2 by up to 5.7e-3 (the fixture's "losses_1_thread"). So at
-//! depth 4 the losses are gated up to the step where those two part (step 18 to 40), the bpb at
-//! step 0, and the rest is printed beside nanochat's own spread.
+//! depth 4 the losses are gated up to the step where those two part (step 18 to 40), and the bpb
+//! at step 0; the run stops there, since nothing after it could fail (issue 60).
 
 #![allow(non_snake_case)] // the tests are named as the runs: shakespeare_d2_SL
 
@@ -225,49 +225,6 @@ fn fifty_steps(run: &str) {
         .iter()
         .map(|x| x.as_f64().unwrap())
         .collect();
-    let mut losses = Vec::new();
-    let mut bpb = Vec::new();
-    for step in 0..=plan.num_iterations {
-        if step % 25 == 0 {
-            bpb.push(
-                validation_bpb(
-                    &args,
-                    &run_state.model,
-                    &tokenizer,
-                    val.clone(),
-                    &token_bytes,
-                )
-                .unwrap(),
-            );
-        }
-        if step == plan.num_iterations {
-            break;
-        }
-        let before: Vec<(String, Vec<f32>)> = run_state
-            .model
-            .matrix_params()
-            .iter()
-            .map(|&id| {
-                (
-                    run_state.model.params.get(id).name.clone(),
-                    run_state.model.params.value(id).to_vec(),
-                )
-            })
-            .collect();
-        losses.extend(run_state.train_step().unwrap());
-        if step == 0 {
-            check_muon_update(run, &record["muon_update"], &before, &run_state.model);
-        }
-    }
-    assert_eq!(losses.len(), expected_losses.len(), "{run}: forward passes");
-    assert_eq!(bpb.len(), expected_bpb.len(), "{run}: evaluations");
-    let worst = |ours: &[f64], theirs: &[f64]| {
-        ours.iter()
-            .zip(theirs)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f64, f64::max)
-    };
-    let losses: Vec<f64> = losses.iter().map(|&l| l as f64).collect();
     // nanochat against itself on 1 thread (depth 4 only): where its own two runs part by more
     // than 1e-4, rounding noise has been magnified past what any reimplementation can follow.
     let own = |key: &str| {
@@ -288,6 +245,52 @@ fn fifty_steps(run: &str) {
             .unwrap_or(own.len()),
         None => expected_losses.len(),
     };
+    // Past those losses and the step-0 bpb nothing could be gated: the run stops there.
+    let gated_evaluations = if own_bpb.is_some() {
+        1
+    } else {
+        expected_bpb.len()
+    };
+    let mut losses = Vec::new();
+    let mut bpb = Vec::new();
+    for step in 0..=plan.num_iterations {
+        if step % 25 == 0 && bpb.len() < gated_evaluations {
+            bpb.push(
+                validation_bpb(
+                    &args,
+                    &run_state.model,
+                    &tokenizer,
+                    val.clone(),
+                    &token_bytes,
+                )
+                .unwrap(),
+            );
+        }
+        if step == plan.num_iterations || losses.len() >= agree_until {
+            break;
+        }
+        let before: Vec<(String, Vec<f32>)> = run_state
+            .model
+            .matrix_params()
+            .iter()
+            .map(|&id| {
+                (
+                    run_state.model.params.get(id).name.clone(),
+                    run_state.model.params.value(id).to_vec(),
+                )
+            })
+            .collect();
+        losses.extend(run_state.train_step().unwrap());
+        if step == 0 {
+            check_muon_update(run, &record["muon_update"], &before, &run_state.model);
+        }
+    }
+    if agree_until == expected_losses.len() {
+        assert_eq!(losses.len(), expected_losses.len(), "{run}: forward passes");
+        assert_eq!(bpb.len(), expected_bpb.len(), "{run}: evaluations");
+    }
+    assert!(losses.len() >= agree_until, "{run}: forward passes");
+    let losses: Vec<f64> = losses.iter().map(|&l| l as f64).collect();
     for (i, (&ours, &theirs)) in losses
         .iter()
         .zip(&expected_losses)
@@ -300,20 +303,6 @@ fn fifty_steps(run: &str) {
             "{run}: loss {i}: {ours} vs nanochat's {theirs} (gap {gap:.2e})"
         );
     }
-    let our_gap = worst(&losses, &expected_losses);
-    if let (Some(own_losses), Some(own_bpb)) = (&own_losses, &own_bpb) {
-        // Past that step nothing is gated: the gaps are reported beside nanochat's own.
-        let own_gap = worst(own_losses, &expected_losses);
-        eprintln!(
-            "{run}: nanochat on 1 and 2 threads agree within 1e-4 through loss {} and part by {own_gap:.1e} at most; \
-             ours parts by {our_gap:.1e}; bpb at 25, 50: ours {:.6?}, nanochat's {:?} (on 1 thread {:?})",
-            agree_until as isize - 1,
-            &bpb[1..],
-            &expected_bpb[1..],
-            &own_bpb[1..]
-        );
-    }
-    let gated_evaluations = if own_bpb.is_some() { 1 } else { bpb.len() };
     for (i, (&ours, &theirs)) in bpb
         .iter()
         .zip(&expected_bpb)
@@ -327,9 +316,15 @@ fn fifty_steps(run: &str) {
             25 * i
         );
     }
+    let our_gap = losses
+        .iter()
+        .zip(&expected_losses)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f64, f64::max);
     eprintln!(
-        "{run}: {} losses, the largest gap {our_gap:.1e}; bpb {bpb:.6?} vs {expected_bpb:?}",
-        losses.len()
+        "{run}: {} losses (gated: {agree_until}), the largest gap {our_gap:.1e}; bpb {bpb:.6?} vs {:?}",
+        losses.len(),
+        &expected_bpb[..bpb.len()]
     );
 }
 
