@@ -1,5 +1,6 @@
 //! `cargo xtask list`: the course, and how much of it exists in this checkout.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::lecture::LECTURES;
@@ -19,19 +20,7 @@ pub struct Args {
 pub fn run(args: Args) -> TaskResult {
     let root = workspace_root();
     if args.done {
-        let readme = root.join("README.md");
-        let text = std::fs::read_to_string(&readme)
-            .map_err(|e| format!("cannot read {}: {e}", readme.display()))?;
-        let done = done_lectures(&text).map_err(|e| format!("{}: {e}", readme.display()))?;
-        for &n in &done {
-            let lecture = LECTURES.iter().find(|l| l.number == n).expect("checked");
-            if !crate_exists(&root, lecture.krate) {
-                return Err(format!(
-                    "README.md marks lecture {n} done, but its crate crates/{}/Cargo.toml \
-                     does not exist: rename it back, or fix the README's table",
-                    lecture.krate
-                ));
-            }
+        for n in done_lectures_checked(&root)? {
             println!("{n}");
         }
         return Ok(ExitCode::SUCCESS);
@@ -65,6 +54,26 @@ pub fn run(args: Args) -> TaskResult {
 ///
 /// Each row is `| N | `crate` | … | status |`; a row's crate must be the
 /// lecture's own, so a renamed crate can't drop out of CI unnoticed.
+/// The lectures README.md's table marks done (what CI runs in full); an error
+/// if none is, or if one has no crate.
+pub fn done_lectures_checked(root: &Path) -> Result<Vec<u32>, String> {
+    let readme = root.join("README.md");
+    let text = std::fs::read_to_string(&readme)
+        .map_err(|e| format!("cannot read {}: {e}", readme.display()))?;
+    let done = done_lectures(&text).map_err(|e| format!("{}: {e}", readme.display()))?;
+    for &n in &done {
+        let lecture = LECTURES.iter().find(|l| l.number == n).expect("checked");
+        if !crate_exists(root, lecture.krate) {
+            return Err(format!(
+                "README.md marks lecture {n} done, but its crate crates/{}/Cargo.toml \
+                 does not exist: rename it back, or fix the README's table",
+                lecture.krate
+            ));
+        }
+    }
+    Ok(done)
+}
+
 fn done_lectures(readme: &str) -> Result<Vec<u32>, String> {
     let table = readme
         .split("\n## ")

@@ -5,6 +5,7 @@
 //! cargo xtask lecture N [--quick]      fetch the data, then train and check lecture N
 //! cargo xtask data [NAME] [--check]    download / verify the datasets (`data gpt2`: OpenAI's weights)
 //! cargo xtask test                     fetch the data, then run every test in release
+//! cargo xtask ci [--full]             the gate (.ci/run), with a table of its sections' times
 //! cargo xtask bench [--only G]         ours beside PyTorch, one table (runs/bench.json)
 //! cargo xtask pages [--check]          refresh (or check) the code quoted in lectures/*.md
 //! cargo xtask report [--check]         rebuild runs/index.html (and check it in Chromium)
@@ -22,6 +23,7 @@
 
 mod assign;
 mod bench;
+mod ci;
 mod data;
 mod faults;
 mod fuzz;
@@ -62,6 +64,8 @@ enum Task {
     Data(data::Args),
     /// Run `cargo test --workspace --release` with the data in place.
     Test(test::Args),
+    /// The gate `.ci/run` runs, section by section (--full: what a change to its left-out paths needs).
+    Ci(ci::Args),
     /// Time every workload beside PyTorch, as one table (issue 16), or one crate's benches.
     Bench(bench::Args),
     /// Refresh the code excerpts in lectures/*.md from the sources' anchors (or --check them).
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Task::Lecture(args) => lecture::run(args),
         Task::Data(args) => data::run(args),
         Task::Test(args) => test::run(args),
+        Task::Ci(args) => ci::run(args),
         Task::Bench(args) => bench::run(args),
         Task::Pages(args) => pages::run(args),
         Task::Report(args) => report::run(args),
