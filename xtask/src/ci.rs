@@ -14,7 +14,7 @@
 //! `tensor/tests/bf16.rs` checks), and every lecture's `--quick` run.
 
 use std::path::Path;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{ExitCode, Stdio};
 use std::time::Instant;
 
 use crate::{cargo, run_child, TaskResult};
@@ -158,11 +158,13 @@ fn gate(sections: &mut Sections, full: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// This runner again, with other arguments (what `cargo xtask ARGS` runs).
+/// `cargo xtask ARGS`, as the alias runs it. (Not this process's own file:
+/// a cargo build of the workspace links target/release/xtask anew, and the
+/// running one is then a deleted file.)
 fn xtask(args: &[&str]) -> TaskResult {
-    let exe = std::env::current_exe().map_err(|e| format!("where this runner is: {e}"))?;
-    let mut cmd = Command::new(exe);
-    cmd.current_dir(crate::workspace_root()).args(args);
+    let mut cmd = cargo();
+    cmd.args(["run", "--release", "-q", "-p", "xtask", "--"])
+        .args(args);
     run_child(cmd)
 }
 
