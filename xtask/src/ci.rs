@@ -2,8 +2,8 @@
 //! on a fresh clone), section by section, ending with a table of the times.
 //!
 //! The gate: the README's test command; a check that the lectures and tools,
-//! built one by one as a user builds them, compile no shared crate again; the
-//! pages' excerpts; every lecture the README marks done, in full; lecture 9's
+//! built one by one as a user builds them, build no second copy of a shared
+//! crate; the pages' excerpts; every lecture the README marks done, in full; lecture 9's
 //! recipe in bfloat16 where the CPU has `avx512_bf16`; the `--quick` runs that
 //! the fault pass does not already make; a run of each tool; the runs page in
 //! Chromium; the fault pass's subset; and lecture 1's instructors' round trip.
@@ -109,9 +109,10 @@ pub fn run(args: Args) -> TaskResult {
 fn gate(sections: &mut Sections, full: bool) -> Result<(), String> {
     let root = crate::workspace_root();
     sections.run("cargo xtask test", || xtask(&["test"]))?;
-    sections.run("each package built alone compiles nothing again", || {
-        nothing_compiled_again(&PACKAGES)
-    })?;
+    sections.run(
+        "each package built alone shares the workspace build's crates",
+        || nothing_compiled_again(&PACKAGES),
+    )?;
     sections.run("cargo xtask pages --check", || xtask(&["pages", "--check"]))?;
     let lectures = crate::list::done_lectures_checked(&root)?;
     for &n in &lectures {
