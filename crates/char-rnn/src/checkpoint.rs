@@ -10,7 +10,7 @@
 use crate::model::{CharRnn, Kind};
 use crate::train::Options;
 use autograd::Params;
-use gpt::checkpoint::{open, serialize_with_digest, NamedTensor};
+use checkpoint_file::{f32_bytes, open, serialize_with_digest, NamedTensor};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use tensor::Tensor;
@@ -60,7 +60,7 @@ impl Checkpoint {
             if let Some(i) = values.iter().position(|v| !v.is_finite()) {
                 return Err(format!("{} holds {} at index {i}", p.name, values[i]));
             }
-            let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let bytes = f32_bytes(&values);
             tensors.push((format!("model/{}", p.name), p.value.shape().to_vec(), bytes));
         }
         let metadata = HashMap::from([
@@ -113,7 +113,7 @@ impl Checkpoint {
         }
         for (_, p) in params.iter_mut() {
             let name = format!("model/{}", p.name);
-            let values = gpt::checkpoint::read_f32(&file.tensors, &name, p.value.shape())?;
+            let values = checkpoint_file::read_f32(&file.tensors, &name, p.value.shape())?;
             p.value = Tensor::from_vec(values, p.value.shape());
         }
         Ok(Checkpoint {

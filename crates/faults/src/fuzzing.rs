@@ -133,8 +133,8 @@ fn sealed_again(bytes: &[u8]) -> Option<Vec<u8>> {
     let st = safetensors::SafeTensors::deserialize(bytes).ok()?;
     let (_, header) = safetensors::SafeTensors::read_metadata(bytes).ok()?;
     let mut metadata = header.metadata().clone().unwrap_or_default();
-    metadata.remove(gpt::checkpoint::SHA256_KEY);
-    let tensors: Option<Vec<gpt::checkpoint::NamedTensor>> = st
+    metadata.remove(checkpoint_file::SHA256_KEY);
+    let tensors: Option<Vec<checkpoint_file::NamedTensor>> = st
         .tensors()
         .into_iter()
         .map(|(name, view)| {
@@ -142,7 +142,7 @@ fn sealed_again(bytes: &[u8]) -> Option<Vec<u8>> {
                 .then(|| (name, view.shape().to_vec(), view.data().to_vec()))
         })
         .collect();
-    gpt::checkpoint::serialize_with_digest(&tensors?, metadata).ok()
+    checkpoint_file::serialize_with_digest(&tensors?, metadata).ok()
 }
 
 fn accepted_is_finite(bytes: &[u8]) -> Result<(), String> {

@@ -148,7 +148,7 @@ fn outcome(dir: &Path) -> Result<(String, Vec<report::LossRow>), String> {
     let digest = header
         .metadata()
         .as_ref()
-        .and_then(|m| m.get(gpt::checkpoint::SHA256_KEY).cloned())
+        .and_then(|m| m.get(checkpoint_file::SHA256_KEY).cloned())
         .ok_or_else(|| format!("{}: no sha256", path.display()))?;
     let rows = report::read_loss_csv(&dir.join("loss.csv"))?;
     Ok((digest, rows))

@@ -20,7 +20,7 @@ use std::time::Instant;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    gpt::keep_freed_memory();
+    tensor::keep_freed_memory();
     // ZTH_DTYPE=bfloat16: every product with bfloat16 operands (`gpt train --dtype bfloat16`).
     let dtype = std::env::var("ZTH_DTYPE").unwrap_or_else(|_| "float32".into());
     let _precision =

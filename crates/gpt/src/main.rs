@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::process::ExitCode;
 
 // Every step allocates and frees the same large activations; mimalloc keeps
-// them (`gpt::keep_freed_memory`) instead of faulting fresh pages in each step.
+// them (`tensor::keep_freed_memory`) instead of faulting fresh pages in each step.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -84,7 +84,7 @@ impl SamplingArgs {
 
 fn main() -> ExitCode {
     report::main_with(tensor::check_threads_env(), 1, || {
-        gpt::keep_freed_memory();
+        tensor::keep_freed_memory();
         match flags::parse::<Cli>().command {
             Command::Lecture(args) => lecture(args),
             Command::Sample(args) => args.run().map(|()| ExitCode::SUCCESS),

@@ -13,15 +13,15 @@
 //! dropout) and the loader's order is a function of its position, so these
 //! are the whole state. Tensors are named `model/<param>`,
 //! `adamw.exp_avg/<param>` and `adamw.exp_avg_sq/<param>`, as in lecture 7's
-//! checkpoints ([`gpt::checkpoint`], whose tensor code this shares). The
+//! checkpoints ([`gpt::checkpoint`]; the file is [`checkpoint_file`]'s). The
 //! file is written to a temporary name and renamed. Since format 3 the
 //! metadata holds the SHA-256 of the tensors and the other metadata
-//! ([`gpt::checkpoint::SHA256_KEY`]), checked before anything is built.
+//! ([`checkpoint_file::SHA256_KEY`]), checked before anything is built.
 
 use crate::ddp::{check_in_sync, Collective, SingleProcess};
 use crate::shards::LoaderState;
 use crate::trainer::{train_loader, RecipeConfig, Split, Trainer};
-use gpt::checkpoint::to_json;
+use checkpoint_file::to_json;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -35,7 +35,7 @@ const FORMAT_ONE_PROCESS: &str = "zero-to-hero/gpt2-recipe/1";
 /// The checkpoint of `trainer` as safetensors bytes, with `loaders`, every
 /// rank's loader position in rank order.
 pub fn to_safetensors(trainer: &Trainer, loaders: &[LoaderState]) -> Result<Vec<u8>, String> {
-    let tensors = gpt::checkpoint::model_and_moments(&trainer.params, &trainer.optimizer)?;
+    let tensors = checkpoint_file::model_and_moments(&trainer.params, &trainer.optimizer)?;
     let metadata = HashMap::from([
         ("format".to_string(), FORMAT.to_string()),
         ("step".to_string(), trainer.step.to_string()),
@@ -48,7 +48,7 @@ pub fn to_safetensors(trainer: &Trainer, loaders: &[LoaderState]) -> Result<Vec<
         ("loaders".to_string(), to_json(&loaders)?),
         ("train_data".to_string(), trainer.train_data.clone()),
     ]);
-    gpt::checkpoint::serialize_with_digest(&tensors, metadata)
+    checkpoint_file::serialize_with_digest(&tensors, metadata)
 }
 
 /// Writes the checkpoint atomically (temp file + rename). Every rank calls
@@ -131,7 +131,7 @@ pub fn from_safetensors(
     split: &Split,
     ddp: Box<dyn Collective>,
 ) -> Result<Trainer, String> {
-    let file = gpt::checkpoint::open(bytes, "not a gpt2 recipe checkpoint")?;
+    let file = checkpoint_file::open(bytes, "not a gpt2 recipe checkpoint")?;
     let format = file.field("format")?;
     let one_process = format == FORMAT_ONE_PROCESS;
     if format == FORMAT {
@@ -139,10 +139,10 @@ pub fn from_safetensors(
     } else if one_process || format == FORMAT_WITHOUT_DIGEST {
         // Older checkpoints carry no digest; one that has one was format 3 before
         // a flipped bit turned its version number into an older one.
-        if file.meta.contains_key(gpt::checkpoint::SHA256_KEY) {
+        if file.meta.contains_key(checkpoint_file::SHA256_KEY) {
             return Err(format!(
                 "format is {format:?}, which has no `{}`, yet this file has one",
-                gpt::checkpoint::SHA256_KEY
+                checkpoint_file::SHA256_KEY
             ));
         }
     } else {

@@ -192,7 +192,8 @@ impl Finetune {
             dropout: args.train_py.dropout,
             bias: true,
         };
-        use gpt::nanogpt::configurator::{check_memory, training_floats};
+        use gpt::nanogpt::configurator::training_floats;
+        use report::check_memory;
         let cropped = gpt::model::GptConfig {
             block_size: args.train_py.block_size,
             ..model_args

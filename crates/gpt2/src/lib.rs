@@ -58,5 +58,5 @@ pub mod trainer;
 
 pub use model::{Block, Gpt, GptConfig, InitScheme, Mlp};
 
-/// Tells mimalloc to keep the pages it frees (lecture 7's [`gpt::keep_freed_memory`]).
-pub use gpt::keep_freed_memory;
+/// Tells mimalloc to keep the pages it frees ([`tensor::keep_freed_memory`]).
+pub use tensor::keep_freed_memory;

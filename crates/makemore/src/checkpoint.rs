@@ -11,13 +11,15 @@
 //!   generator and the indices left of its current draw, and the best loss.
 //!
 //! Both carry a SHA-256 of their tensors and metadata, as the lectures'
-//! checkpoints do ([`gpt::checkpoint`]), so any damage is refused on load.
+//! checkpoints do ([`checkpoint_file`]), so any damage is refused on load.
 
 use crate::data::Vocab;
 use crate::loader::InfiniteSampler;
 use crate::model::{state_dict, ModelConfig, ModelType};
 use crate::train::{TrainConfig, Trainer};
-use gpt::checkpoint::{model_and_moments, serialize_with_digest, to_json, NamedTensor, Opened};
+use checkpoint_file::{
+    f32_bytes, model_and_moments, serialize_with_digest, to_json, NamedTensor, Opened,
+};
 use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::Path;
@@ -32,10 +34,6 @@ pub const LAST: &str = "last.safetensors";
 const BEST_FORMAT: &str = "zero-to-hero/makemore/model/1";
 /// The `format` metadata of the resume state.
 const LAST_FORMAT: &str = "zero-to-hero/makemore/last/1";
-
-fn bytes_of(t: &Tensor) -> Vec<u8> {
-    t.to_vec().iter().flat_map(|v| v.to_le_bytes()).collect()
-}
 
 fn common_metadata(trainer: &Trainer) -> Result<HashMap<String, String>, String> {
     Ok(HashMap::from([
@@ -59,7 +57,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
 pub fn save_best(dir: &Path, trainer: &Trainer, test_loss: f32) -> Result<(), String> {
     let tensors: Vec<NamedTensor> = state_dict(trainer.cfg.kind, &trainer.config, &trainer.params)
         .into_iter()
-        .map(|(name, t)| (name, t.shape().to_vec(), bytes_of(&t)))
+        .map(|(name, t)| (name, t.shape().to_vec(), f32_bytes(&t.to_vec())))
         .collect();
     let mut metadata = common_metadata(trainer)?;
     metadata.insert("format".into(), BEST_FORMAT.into());
@@ -86,7 +84,7 @@ pub fn save_last(dir: &Path, trainer: &Trainer) -> Result<(), String> {
 
 /// Opens a checkpoint of `format` and checks its digest.
 fn open<'a>(bytes: &'a [u8], format: &str) -> Result<Opened<'a>, String> {
-    let file = gpt::checkpoint::open(bytes, "not written by makemore")?;
+    let file = checkpoint_file::open(bytes, "not written by makemore")?;
     file.check_format(format)?;
     file.check_digest()?;
     Ok(file)
@@ -116,7 +114,7 @@ fn check_model(file: &Opened, trainer: &Trainer) -> Result<(), String> {
 
 fn read_f32(st: &SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Tensor, String> {
     Ok(Tensor::from_vec(
-        gpt::checkpoint::read_f32(st, name, shape)?,
+        checkpoint_file::read_f32(st, name, shape)?,
         shape,
     ))
 }

@@ -24,7 +24,7 @@ struct Cli {
 }
 
 fn main() {
-    gpt::keep_freed_memory();
+    tensor::keep_freed_memory();
     let argv = [
         "bench",
         "--depth=4",

@@ -3,7 +3,7 @@
 //!
 //! The model and the optimizer are safetensors files (nanochat pickles them with `torch.save`)
 //! under nanochat's `state_dict` names, each with a SHA-256 over its contents in its metadata
-//! (the workspace's [`gpt::checkpoint::serialize_with_digest`]), so a damaged file is refused
+//! (the workspace's [`checkpoint_file::serialize_with_digest`]), so a damaged file is refused
 //! before anything is built. `meta_<step>.json` holds nanochat's keys, and beside them what a
 //! run needs to resume bit for bit: the batches its loader has drawn, the corpus' digest, and
 //! the losses so far. The three files are written together, each to a temporary name first.
@@ -11,7 +11,7 @@
 use crate::dataloader::LoaderState;
 use crate::gpt::{Gpt, GptConfig};
 use crate::optim::{AdamState, Kind, MuonAdamW, MuonState};
-use gpt::checkpoint::{open, read_f32, serialize_with_digest, to_json, NamedTensor};
+use checkpoint_file::{f32_bytes, open, read_f32, serialize_with_digest, to_json, NamedTensor};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -81,10 +81,6 @@ fn paths(dir: &Path, step: usize) -> [PathBuf; 3] {
         dir.join(format!("optim_{step:06}_rank0.safetensors")),
         dir.join(format!("meta_{step:06}.json")),
     ]
-}
-
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 fn finite(name: &str, values: &[f32]) -> Result<(), String> {

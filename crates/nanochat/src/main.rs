@@ -55,7 +55,7 @@ struct DataArgs {
 fn main() -> ExitCode {
     let cli = flags::parse::<Cli>();
     // A step frees and allocates the same large tensors; kept, their pages are not zeroed anew.
-    gpt::keep_freed_memory();
+    tensor::keep_freed_memory();
     let result = match cli.command {
         Command::TokTrain(args) => tok::train(args),
         Command::TokEval(args) => tok::eval(args),

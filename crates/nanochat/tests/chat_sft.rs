@@ -204,7 +204,7 @@ fn twenty_steps_of_sft_are_chat_sft_pys() {
     assert_eq!(optim.step, 20);
     let saved =
         std::fs::read(base.join("base_checkpoints/d2/optim_000020_rank0.safetensors")).unwrap();
-    let file = gpt::checkpoint::open(&saved, "optimizer").unwrap();
+    let file = checkpoint_file::open(&saved, "optimizer").unwrap();
     let kinds: Vec<Kind> = file.json("group_kinds").unwrap();
     let decays: Vec<f64> = kinds
         .iter()

@@ -84,6 +84,28 @@ pub fn memory_total_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// Refuses flags whose run needs more memory than the machine has
+/// (`floats` f32s, such as nanoGPT's `gpt::nanogpt::configurator::training_floats`, against
+/// [`memory_total_bytes`]), before anything
+/// is allocated: an allocation that fails aborts the process.
+pub fn check_memory(floats: Option<u64>, flags: &str) -> Result<(), String> {
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    let needed = floats.and_then(|f| f.checked_mul(4));
+    let total = memory_total_bytes();
+    match (needed, total) {
+        (None, _) => Err(format!(
+            "these flags ({flags}) describe a model and batch too large to count in memory"
+        )),
+        (Some(n), Some(t)) if n > t => Err(format!(
+            "these flags ({flags}) need at least {:.1} GiB to train (parameters, gradients, \
+             AdamW's moments and one micro-batch's activations); this machine has {:.1} GiB",
+            gib(n),
+            gib(t)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `--device`, as nanoGPT's and makemore.py's flags take it: these tools run
 /// on the CPU only, so anything but `cpu` is refused by name.
 pub fn check_device(device: &str) -> Result<(), String> {

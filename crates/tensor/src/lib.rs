@@ -19,6 +19,7 @@ mod creation;
 mod elementwise;
 mod index;
 mod matmul;
+mod memory;
 mod nn;
 mod numeric;
 mod pool;
@@ -32,6 +33,7 @@ pub use elementwise::{
     non_finite_kind, parallel_fill, parallel_update, scale_in_place, sum_of_squares,
 };
 pub use matmul::{check_threads_env, max_threads, set_max_threads, threads_from_env};
+pub use memory::keep_freed_memory;
 pub use nn::{KeepMask, LayerNormStats};
 pub use numeric::{
     erf, erfc_fast, exp_in_place, exp_shifted, exp_shifted_into, gelu_grad, gelu_grad_into,

@@ -6,13 +6,13 @@
 //! vocabulary (sample.py finds it through `config['dataset']`; keeping it here
 //! lets a checkpoint sample after its data folder moved), the run's losses
 //! and evaluations so far (so a resumed run's `loss.csv` is whole), and a
-//! SHA-256 over everything (the lecture's [`crate::checkpoint::serialize_with_digest`]).
+//! SHA-256 over everything (the lecture's [`checkpoint_file::serialize_with_digest`]).
 
 use super::configurator::TrainArgs;
-use crate::checkpoint::{model_and_moments, open, serialize_with_digest, to_json};
 use crate::data::CharVocab;
 use crate::model::GptConfig;
 use crate::train::Trainer;
+use checkpoint_file::{model_and_moments, open, serialize_with_digest, to_json};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;

@@ -318,27 +318,6 @@ pub fn training_floats(model: &GptConfig, batch_size: usize) -> Option<u64> {
     params.checked_mul(4)?.checked_add(activations)
 }
 
-/// Refuses flags whose run needs more memory than the machine has
-/// ([`training_floats`] against [`report::memory_total_bytes`]), before anything
-/// is allocated: an allocation that fails aborts the process.
-pub fn check_memory(floats: Option<u64>, flags: &str) -> Result<(), String> {
-    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
-    let needed = floats.and_then(|f| f.checked_mul(4));
-    let total = report::memory_total_bytes();
-    match (needed, total) {
-        (None, _) => Err(format!(
-            "these flags ({flags}) describe a model and batch too large to count in memory"
-        )),
-        (Some(n), Some(t)) if n > t => Err(format!(
-            "these flags ({flags}) need at least {:.1} GiB to train (parameters, gradients, \
-             AdamW's moments and one micro-batch's activations); this machine has {:.1} GiB",
-            gib(n),
-            gib(t)
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// Each flag of `flags` must be at least 1.
 pub fn check_positive(flags: &[(&str, usize)]) -> Result<(), String> {
     match flags.iter().find(|(_, v)| *v == 0) {

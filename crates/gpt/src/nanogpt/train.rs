@@ -13,13 +13,14 @@
 
 pub use super::checkpoint::History;
 use super::checkpoint::{self, Checkpoint, CheckpointToSave};
-use super::configurator::{check_memory, training_floats, TrainArgs, TrainPyArgs};
+use super::configurator::{training_floats, TrainArgs, TrainPyArgs};
 use super::prepare::{self, thousands};
 use crate::data::{Shakespeare, Split};
 use crate::model::GptConfig;
 use crate::nn::ForwardPass;
 use crate::train::{naming_the_tensor, Trainer};
 use autograd::{clip_grad_norm, AdamW, Graph, Params, Var};
+use report::check_memory;
 use report::LossRow;
 use std::cell::RefCell;
 use std::time::Instant;

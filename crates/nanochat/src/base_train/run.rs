@@ -200,7 +200,7 @@ fn check_memory(args: &BaseTrainArgs, c: &GptConfig) -> Result<(), String> {
             .checked_mul(4)?
             .checked_add(tokens.checked_mul(per_token)?)
     })();
-    gpt::nanogpt::configurator::check_memory(
+    report::check_memory(
         floats,
         &format!(
             "--depth {} --device-batch-size {} --max-seq-len {}",
