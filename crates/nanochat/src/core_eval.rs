@@ -423,7 +423,10 @@ pub fn forward_model(model: &Gpt, tokens: &[Vec<u32>], pad: u32) -> (Vec<Vec<f32
     let graph = autograd::Graph::no_grad();
     let pass = autograd::ForwardPass::eval(&graph, &model.params);
     let v = model.config.vocab_size;
-    let logits = model.logits(&pass, &ids, b).value().reshape(&[b * t, v]); // (B·T, V)
+    let logits = model
+        .forward(&pass, &ids, b, None)
+        .value()
+        .reshape(&[b * t, v]); // (B·T, V)
     let predictions = logits.argmax(1); // (B·T,)
     let logp = logits.log_softmax(-1).to_vec(); // (B·T, V)
     let losses = (0..b)

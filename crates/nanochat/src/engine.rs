@@ -139,7 +139,7 @@ fn last_logits(model: &Gpt, rows: &[Vec<u32>]) -> Result<Tensor, String> {
     let ids: Vec<u32> = rows.concat(); // (B, T)
     let graph = autograd::Graph::no_grad();
     let pass = autograd::ForwardPass::eval(&graph, &model.params);
-    let logits = model.logits(&pass, &ids, b).value(); // (B, T, V)
+    let logits = model.forward(&pass, &ids, b, None).value(); // (B, T, V)
     Ok(logits
         .narrow(1, t - 1, 1)
         .reshape(&[b, model.config.vocab_size])) // (B, V)

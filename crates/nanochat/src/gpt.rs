@@ -10,6 +10,7 @@
 //! attention; no biases; an untied head padded to a multiple of 64, its logits soft-capped at
 //! 15·tanh(z/15); the loss ignoring targets of −1.
 
+use crate::kv_cache::KvCache;
 use crate::optim::{Group, Kind, MuonAdamW};
 use autograd::{ForwardPass, ParamId, Params, Var};
 use serde::{Deserialize, Serialize};
@@ -435,7 +436,8 @@ impl Gpt {
     }
 
     /// `CausalSelfAttention.forward` of layer `i` on `x` (B, T, C), already normed, with the
-    /// layer's value embedding `ve` (B, T, kv_dim) if it has one.
+    /// layer's value embedding `ve` (B, T, kv_dim) if it has one. With a cache, the T
+    /// positions are new ones: their keys and values join the cache, and they attend to it.
     fn attention<'g>(
         &self,
         pass: &ForwardPass<'g, '_>,
@@ -443,22 +445,28 @@ impl Gpt {
         x: Var<'g>,
         ve: Option<Var<'g>>,
         cos_sin: (Var<'g>, Var<'g>),
+        cache: Option<&mut KvCache>,
     ) -> Var<'g> {
         let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
         let (h, d) = (self.config.n_head, self.config.head_dim());
         let (q, k, v) = self.qkv(pass, i, x, ve, cos_sin); // (B, T, H|KVH, D)
-        let q = q.transpose(1, 2); // (B, H, T, D)
-        let (k, v) = (
-            repeat_kv(k.transpose(1, 2), h),
-            repeat_kv(v.transpose(1, 2), h),
-        ); // (B, H, T, D)
         let window = self.window_sizes[i];
-        let op = Attention {
-            // A window that covers the whole sequence is plain causal attention.
-            window: (window < t).then_some(window),
-            ..Attention::scaled_dot_product(true, d)
+        let y = match cache {
+            Some(cache) => cache.attend(pass.graph, i, q, k, v, window), // (B, H, T, D)
+            None => {
+                let q = q.transpose(1, 2); // (B, H, T, D)
+                let (k, v) = (
+                    repeat_kv(k.transpose(1, 2), h),
+                    repeat_kv(v.transpose(1, 2), h),
+                ); // (B, H, T, D)
+                let op = Attention {
+                    // A window that covers the whole sequence is plain causal attention.
+                    window: (window < t).then_some(window),
+                    ..Attention::scaled_dot_product(true, d)
+                };
+                q.attention(k, v, op) // (B, H, T, D)
+            }
         };
-        let y = q.attention(k, v, op); // (B, H, T, D)
         let y = y.transpose(1, 2).reshape(&[b, t, c]); // (B, T, C)
         linear(pass, y, self.blocks[i].c_proj) // (B, T, C)
     }
@@ -487,24 +495,37 @@ impl Gpt {
     // ANCHOR_END: smear
 
     // ANCHOR: forward
-    /// `GPT.forward(idx)` without a cache: the soft-capped logits, (B, T, vocab_size), for
-    /// `idx` given as B rows of T token ids.
-    pub fn logits<'g>(&self, pass: &ForwardPass<'g, '_>, idx: &[u32], b: usize) -> Var<'g> {
+    /// `GPT.forward(idx, kv_cache=cache)`: the soft-capped logits, (B, T, vocab_size), for
+    /// `idx` given as B rows of T token ids. With a cache, the tokens are new ones at positions
+    /// `cache.pos..`, which read the cache and join it.
+    pub fn forward<'g>(
+        &self,
+        pass: &ForwardPass<'g, '_>,
+        idx: &[u32],
+        b: usize,
+        mut cache: Option<&mut KvCache>,
+    ) -> Var<'g> {
         let t = idx.len() / b;
+        let p = cache.as_ref().map_or(0, |c| c.pos);
         assert!(
-            t >= 1 && t <= self.cos.shape()[0],
-            "a forward needs 1 <= T <= 10·sequence_len, not {t}"
+            t >= 1 && p + t <= self.cos.shape()[0],
+            "a forward needs 1 <= T and P + T <= 10·sequence_len, not T = {t}, P = {p}"
         );
         let rows: Vec<usize> = idx.iter().map(|&i| i as usize).collect();
         let half = self.config.head_dim() / 2;
         let graph = pass.graph;
-        let cos = graph.constant(self.cos.narrow(0, 0, t).reshape(&[1, t, 1, half])); // (1, T, 1, D/2)
-        let sin = graph.constant(self.sin.narrow(0, 0, t).reshape(&[1, t, 1, half])); // (1, T, 1, D/2)
+        let cos = graph.constant(self.cos.narrow(0, p, t).reshape(&[1, t, 1, half])); // (1, T, 1, D/2)
+        let sin = graph.constant(self.sin.narrow(0, p, t).reshape(&[1, t, 1, half])); // (1, T, 1, D/2)
 
         let x = pass.param(self.wte).index_rows(&rows, &[b, t]); // (B, T, C)
         let x = norm(x); // (B, T, C)
-                         // A lone token (sampling from <|bos|>) has no previous one to smear in.
-        let x = if t > 1 { self.smear(pass, x) } else { x }; // (B, T, C)
+        let cached = cache.as_mut().and_then(|c| c.swap_last_embedding(&x)); // (B, 1, C)
+        let x = match cached {
+            _ if t > 1 => self.smear(pass, x),             // (B, T, C)
+            Some(prev) => self.smear_after(pass, x, prev), // (B, 1, C)
+            // A lone token (sampling from <|bos|>) has no previous one to smear in.
+            None => x,
+        };
 
         let x0 = x; // the normed embedding, blended back in at every layer
         let backout_layer = self.config.n_layer / 2;
@@ -517,11 +538,15 @@ impl Gpt {
                 .mul(x)
                 .add(x0_lambdas.narrow(0, i, 1).mul(x0)); // (B, T, C)
             let ve = self.value_embeds[i].map(|id| pass.param(id).index_rows(&rows, &[b, t])); // (B, T, kv_dim)
-            x = x.add(self.attention(pass, i, norm(x), ve, (cos, sin))); // (B, T, C)
+            let layer_cache = cache.as_deref_mut();
+            x = x.add(self.attention(pass, i, norm(x), ve, (cos, sin), layer_cache)); // (B, T, C)
             x = x.add(self.mlp(pass, i, norm(x))); // (B, T, C)
             if i == backout_layer {
                 x_backout = Some(x);
             }
+        }
+        if let Some(cache) = cache {
+            cache.pos += t;
         }
         // Backout: take away some of the mid-layer residual before the head.
         if let Some(mid) = x_backout {
@@ -545,7 +570,9 @@ impl Gpt {
         b: usize,
     ) -> Var<'g> {
         let v = self.config.vocab_size;
-        let logits = self.logits(pass, idx, b).reshape(&[targets.len(), v]); // (B·T, V)
+        let logits = self
+            .forward(pass, idx, b, None)
+            .reshape(&[targets.len(), v]); // (B·T, V)
         if targets.iter().all(|&y| y >= 0) {
             let ys: Vec<usize> = targets.iter().map(|&y| y as usize).collect();
             return logits.cross_entropy_fast(&ys); // ()
@@ -565,7 +592,7 @@ impl Gpt {
         let pass = ForwardPass::eval(&graph, &self.params);
         let v = self.config.vocab_size;
         let logp = self
-            .logits(&pass, idx, b)
+            .forward(&pass, idx, b, None)
             .value()
             .reshape(&[targets.len(), v])
             .log_softmax(-1);

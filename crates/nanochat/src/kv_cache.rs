@@ -1,13 +1,14 @@
-//! nanochat's `KVCache` (`nanochat/engine.py`) and `GPT.forward(idx, kv_cache=…)`: each layer's
-//! keys and values kept, so that a sampled token costs one position's work, not the whole
-//! sequence's; and the previous token's normed embedding, for the smear.
+//! nanochat's `KVCache` (`nanochat/engine.py`), which `GPT.forward(idx, kv_cache=…)`
+//! ([`Gpt::forward`]) reads and extends: each layer's keys and values kept, so that a sampled
+//! token costs one position's work, not the whole sequence's; and the previous token's normed
+//! embedding, for the smear.
 //!
 //! The cache grows as it is filled (nanochat allocates it whole), and a prompt's cache is copied
 //! to every sample's row ([`KvCache::replicate`], `KVCache.prefill`). Target
 //! (`tests/core_eval.rs`): the engine gives the same tokens with the cache as without it, and
 //! both nanochat's.
 
-use crate::gpt::{linear, norm, repeat_kv, Gpt, SMEAR_CHANNELS, SOFTCAP};
+use crate::gpt::{linear, repeat_kv, Gpt, SMEAR_CHANNELS};
 use autograd::{ForwardPass, Graph, Var};
 use tensor::Tensor;
 
@@ -61,104 +62,40 @@ fn appended(old: Option<Tensor>, new: Tensor) -> Tensor {
     }
 }
 
-impl Gpt {
-    // ANCHOR: forward_cached
-    /// `GPT.forward(idx, kv_cache=cache)`: the soft-capped logits (B, T, V) of `idx`, B rows of
-    /// T new tokens at positions `cache.pos..`, reading and extending `cache`.
-    pub fn forward_cached(
-        &self,
-        idx: &[u32],
-        b: usize,
-        cache: &mut KvCache,
-    ) -> Result<Tensor, String> {
-        let t = idx.len() / b;
-        let p = cache.pos;
-        if t == 0 || p + t > self.cos.shape()[0] {
-            return Err(format!(
-                "{} positions: the model reads 1 to {}",
-                p + t,
-                self.cos.shape()[0]
-            ));
-        }
-        let rows: Vec<usize> = idx.iter().map(|&i| i as usize).collect();
-        let half = self.config.head_dim() / 2;
-        let graph = Graph::no_grad();
-        let pass = ForwardPass::eval(&graph, &self.params);
-        let cos = graph.constant(self.cos.narrow(0, p, t).reshape(&[1, t, 1, half])); // (1, T, 1, D/2)
-        let sin = graph.constant(self.sin.narrow(0, p, t).reshape(&[1, t, 1, half])); // (1, T, 1, D/2)
-
-        let x = norm(pass.param(self.wte).index_rows(&rows, &[b, t])); // (B, T, C)
-                                                                       // The smear: within the new tokens as in training; a lone new token takes the cached one.
-        let before = cache
-            .prev_embedding
-            .replace(x.value().narrow(1, t - 1, 1).contiguous()); // (B, 1, C)
-        let x = match before {
-            _ if t > 1 => self.smear(&pass, x), // (B, T, C)
-            Some(prev) => {
-                let gate = linear(&pass, x.narrow(2, 0, SMEAR_CHANNELS), self.smear_gate).sigmoid(); // (B, 1, 1)
-                let gate = pass.param(self.smear_lambda).mul(gate); // (B, 1, 1)
-                x.add(gate.mul(graph.constant(prev))) // (B, 1, C)
-            }
-            None => x,
-        };
-
-        let x0 = x;
-        let backout_layer = self.config.n_layer / 2;
-        let (resid, x0_lambdas) = (pass.param(self.resid_lambdas), pass.param(self.x0_lambdas)); // (L,)
-        let mut x = x;
-        let mut x_backout = None;
-        for i in 0..self.config.n_layer {
-            x = resid
-                .narrow(0, i, 1)
-                .mul(x)
-                .add(x0_lambdas.narrow(0, i, 1).mul(x0)); // (B, T, C)
-            let ve = self.value_embeds[i].map(|id| pass.param(id).index_rows(&rows, &[b, t])); // (B, T, kv_dim)
-            x = x.add(self.attention_cached(&pass, i, norm(x), ve, (cos, sin), cache)); // (B, T, C)
-            x = x.add(self.mlp(&pass, i, norm(x))); // (B, T, C)
-            if i == backout_layer {
-                x_backout = Some(x);
-            }
-        }
-        cache.pos += t;
-        if let Some(mid) = x_backout {
-            x = x.sub(pass.param(self.backout_lambda).mul(mid)); // (B, T, C)
-        }
-        let x = norm(x); // (B, T, C)
-        let logits = linear(&pass, x, self.lm_head).narrow(2, 0, self.config.vocab_size); // (B, T, V)
-        Ok(logits
-            .div_scalar(SOFTCAP)
-            .tanh()
-            .mul_scalar(SOFTCAP)
-            .value()) // (B, T, V)
+impl KvCache {
+    /// Stores the normed embedding `x` (B, T, C)'s last position as the one the next token
+    /// smears in, and gives the one stored before, if any.
+    pub(crate) fn swap_last_embedding(&mut self, x: &Var<'_>) -> Option<Tensor> {
+        let t = x.shape()[1];
+        self.prev_embedding
+            .replace(x.value().narrow(1, t - 1, 1).contiguous()) // (B, 1, C)
     }
-    // ANCHOR_END: forward_cached
 
-    /// Layer `i`'s attention for the new positions: their keys and values join the cache, and
-    /// each new query attends to every cached key up to its own position (within its window).
-    fn attention_cached<'g>(
-        &self,
-        pass: &ForwardPass<'g, '_>,
-        i: usize,
-        x: Var<'g>,
-        ve: Option<Var<'g>>,
-        cos_sin: (Var<'g>, Var<'g>),
-        cache: &mut KvCache,
+    // ANCHOR: attend
+    /// Layer `layer`'s attention for T new positions, given their queries `q` (B, T, H, D) and
+    /// keys and values `k`, `v` (B, T, KVH, D): the keys and values join the cache, and each
+    /// new query attends to every cached key up to its own position, within `window`.
+    /// Returns (B, H, T, D).
+    pub(crate) fn attend<'g>(
+        &mut self,
+        graph: &'g Graph,
+        layer: usize,
+        q: Var<'g>,
+        k: Var<'g>,
+        v: Var<'g>,
+        window: usize,
     ) -> Var<'g> {
-        let (b, t, c) = (x.shape()[0], x.shape()[1], x.shape()[2]);
-        let (h, d) = (self.config.n_head, self.config.head_dim());
-        let (q, k, v) = self.qkv(pass, i, x, ve, cos_sin); // (B, T, H|KVH, D)
-        let keys = appended(cache.keys[i].take(), k.value()); // (B, P+T, KVH, D)
-        let values = appended(cache.values[i].take(), v.value()); // (B, P+T, KVH, D)
-        cache.keys[i] = Some(keys.clone());
-        cache.values[i] = Some(values.clone());
-        let graph = pass.graph;
+        let (t, h, d) = (q.shape()[1], q.shape()[2], q.shape()[3]);
+        let keys = appended(self.keys[layer].take(), k.value()); // (B, P+T, KVH, D)
+        let values = appended(self.values[layer].take(), v.value()); // (B, P+T, KVH, D)
+        self.keys[layer] = Some(keys.clone());
+        self.values[layer] = Some(values.clone());
         let q = q.transpose(1, 2); // (B, H, T, D)
         let k = repeat_kv(graph.constant(keys).transpose(1, 2), h); // (B, H, P+T, D)
         let v = repeat_kv(graph.constant(values).transpose(1, 2), h); // (B, H, P+T, D)
         let seen = k.shape()[2];
         let p = seen - t;
         // Query i, at position p + i, sees keys p + i − window ..= p + i.
-        let window = self.window_sizes[i];
         let hidden: Vec<f32> = (0..t)
             .flat_map(|qi| {
                 (0..seen).map(move |j| {
@@ -171,8 +108,44 @@ impl Gpt {
         let scale = (1.0 / (d as f64).sqrt()) as f32;
         let att = q.matmul(k.transpose(-2, -1)).mul_scalar(scale); // (B, H, T, P+T)
         let att = att.masked_fill(&mask, f32::NEG_INFINITY).softmax(-1); // (B, H, T, P+T)
-        let y = att.matmul(v); // (B, H, T, D)
-        let y = y.transpose(1, 2).reshape(&[b, t, c]); // (B, T, C)
-        linear(pass, y, self.blocks[i].c_proj) // (B, T, C)
+        att.matmul(v) // (B, H, T, D)
+    }
+    // ANCHOR_END: attend
+}
+
+impl Gpt {
+    /// The smear for one new token `x` (B, 1, C): the cached previous embedding `prev`
+    /// (B, 1, C), through the same gate as [`Gpt::smear`].
+    pub(crate) fn smear_after<'g>(
+        &self,
+        pass: &ForwardPass<'g, '_>,
+        x: Var<'g>,
+        prev: Tensor,
+    ) -> Var<'g> {
+        let gate = linear(pass, x.narrow(2, 0, SMEAR_CHANNELS), self.smear_gate).sigmoid(); // (B, 1, 1)
+        let gate = pass.param(self.smear_lambda).mul(gate); // (B, 1, 1)
+        x.add(gate.mul(pass.graph.constant(prev))) // (B, 1, C)
+    }
+
+    /// [`Gpt::forward`] with `cache`, in a graph of its own: the logits (B, T, V) of B rows of
+    /// T new tokens at positions `cache.pos..`, or an error when they run past the model's
+    /// positions.
+    pub fn forward_cached(
+        &self,
+        idx: &[u32],
+        b: usize,
+        cache: &mut KvCache,
+    ) -> Result<Tensor, String> {
+        let t = idx.len() / b;
+        if t == 0 || cache.pos + t > self.cos.shape()[0] {
+            return Err(format!(
+                "{} positions: the model reads 1 to {}",
+                cache.pos + t,
+                self.cos.shape()[0]
+            ));
+        }
+        let graph = Graph::no_grad();
+        let pass = ForwardPass::eval(&graph, &self.params);
+        Ok(self.forward(&pass, idx, b, Some(cache)).value()) // (B, T, V)
     }
 }

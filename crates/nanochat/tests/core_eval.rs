@@ -211,8 +211,8 @@ fn the_cache_gives_the_logits_of_the_whole_sequence() {
     let v = model.config.vocab_size;
     let graph = autograd::Graph::no_grad();
     let pass = autograd::ForwardPass::eval(&graph, &model.params);
-    let whole = model.logits(&pass, &ids, 1).value().to_vec(); // (1, T, V)
-                                                               // A prefill of 20 tokens, then one token at a time.
+    let whole = model.forward(&pass, &ids, 1, None).value().to_vec(); // (1, T, V)
+                                                                      // A prefill of 20 tokens, then one token at a time.
     let mut cache = KvCache::new(model.config.n_layer);
     let mut cached = model
         .forward_cached(&ids[..20], 1, &mut cache)

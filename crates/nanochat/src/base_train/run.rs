@@ -225,7 +225,7 @@ pub fn greedy_sample(
         let window = &ids[ids.len().saturating_sub(model.config.sequence_len)..];
         let graph = autograd::Graph::no_grad();
         let pass = autograd::ForwardPass::eval(&graph, &model.params);
-        let logits = model.logits(&pass, window, 1).value(); // (1, T, V)
+        let logits = model.forward(&pass, window, 1, None).value(); // (1, T, V)
         let v = model.config.vocab_size;
         let last = logits.to_vec()[(window.len() - 1) * v..].to_vec(); // (V,)
         let next = tensor::Tensor::from_vec(last, &[v]).argmax(0)[0] as u32;
