@@ -160,22 +160,6 @@ pub struct Plan {
     pub flops_per_token: f64,
 }
 
-/// `get_scaling_params` without building the model: `transformer_matrices + lm_head`.
-pub fn scaling_params(config: &GptConfig) -> usize {
-    let (c, hd) = (config.n_embd, config.head_dim());
-    let kv = config.n_kv_head * hd;
-    let per_layer = |i: usize| {
-        let attn = config.n_head * hd * c + 2 * kv * c + c * c;
-        let ve_gate = if config.has_ve(i) {
-            config.n_kv_head * 12
-        } else {
-            0
-        };
-        attn + ve_gate + 8 * c * c
-    };
-    (0..config.n_layer).map(per_layer).sum::<usize>() + config.padded_vocab_size() * c
-}
-
 /// Python's `round` (half to even) for the horizon's float arithmetic.
 fn round_half_even(x: f64) -> i64 {
     let floor = x.floor();
@@ -205,7 +189,7 @@ impl Plan {
     ) -> Result<Plan, String> {
         let config = model.config.clone();
         let ratio = args.target_param_data_ratio;
-        let num_scaling_params = scaling_params(&config);
+        let num_scaling_params = config.scaling_params();
         let target_tokens = (ratio * num_scaling_params as f64).trunc();
         let d12 = GptConfig::from_depth(
             12,
@@ -215,7 +199,7 @@ impl Plan {
             config.vocab_size,
             &args.window_pattern,
         )?;
-        let d_ref = ratio * scaling_params(&d12) as f64;
+        let d_ref = ratio * d12.scaling_params() as f64;
         let total_batch_size = if args.total_batch_size == -1 {
             let predicted = B_REF * (target_tokens / d_ref).powf(0.383);
             let b = 2f64.powi(round_half_even(predicted.log2()) as i32) as usize;

@@ -155,6 +155,48 @@ impl GptConfig {
     pub fn has_ve(&self, layer: usize) -> bool {
         layer % 2 == (self.n_layer - 1) % 2
     }
+
+    /// `GPT.num_scaling_params()`, from the shapes [`Gpt::zeros`] gives each parameter, so that
+    /// base_train plans its horizon without building the model: the counts by group, as
+    /// base_train prints them.
+    pub fn num_scaling_params(&self) -> Vec<(&'static str, usize)> {
+        let (c, l, v, hd) = (
+            self.n_embd,
+            self.n_layer,
+            self.padded_vocab_size(),
+            self.head_dim(),
+        );
+        let kv = self.n_kv_head * hd;
+        let ve_layers = (0..l).filter(|&i| self.has_ve(i)).count();
+        let wte = v * c;
+        let value_embeds = ve_layers * v * kv;
+        let lm_head = v * c;
+        // Per block: c_q, c_k, c_v, c_proj, the MLP's two (8C²); a ve_gate where the layer has one.
+        let transformer_matrices = l * (self.n_head * hd * c + 2 * kv * c + c * c + 8 * c * c)
+            + ve_layers * self.n_kv_head * VE_GATE_CHANNELS;
+        // resid_lambdas, x0_lambdas, smear_gate, smear_lambda, backout_lambda.
+        let scalars = 2 * l + SMEAR_CHANNELS + 1 + 1;
+        let total = wte + value_embeds + lm_head + transformer_matrices + scalars;
+        vec![
+            ("wte", wte),
+            ("value_embeds", value_embeds),
+            ("lm_head", lm_head),
+            ("transformer_matrices", transformer_matrices),
+            ("scalars", scalars),
+            ("total", total),
+        ]
+    }
+
+    /// `get_scaling_params`: `transformer_matrices + lm_head`, what the horizon scales with.
+    pub fn scaling_params(&self) -> usize {
+        let count = |group| {
+            self.num_scaling_params()
+                .into_iter()
+                .find(|&(name, _)| name == group)
+                .map_or(0, |(_, n)| n)
+        };
+        count("transformer_matrices") + count("lm_head")
+    }
 }
 
 /// One block's weights: attention's `c_q`, `c_k`, `c_v`, `c_proj` and `ve_gate`, the MLP's `c_fc`
@@ -605,32 +647,10 @@ impl Gpt {
             .collect()
     }
 
-    /// `num_scaling_params`: the parameter counts by group, as base_train prints them.
+    /// `num_scaling_params`: the parameter counts by group, as base_train prints them
+    /// ([`GptConfig::num_scaling_params`]).
     pub fn num_scaling_params(&self) -> Vec<(&'static str, usize)> {
-        let n = |id: ParamId| self.params.value(id).len();
-        let wte = n(self.wte);
-        let value_embeds: usize = self.value_embeds.iter().flatten().map(|&id| n(id)).sum();
-        let lm_head = n(self.lm_head);
-        let matrices: usize = self.matrix_params().iter().map(|&id| n(id)).sum();
-        let scalars = [
-            self.resid_lambdas,
-            self.x0_lambdas,
-            self.smear_gate,
-            self.smear_lambda,
-            self.backout_lambda,
-        ]
-        .iter()
-        .map(|&id| n(id))
-        .sum();
-        let total = wte + value_embeds + lm_head + matrices + scalars;
-        vec![
-            ("wte", wte),
-            ("value_embeds", value_embeds),
-            ("lm_head", lm_head),
-            ("transformer_matrices", matrices),
-            ("scalars", scalars),
-            ("total", total),
-        ]
+        self.config.num_scaling_params()
     }
 
     /// The blocks' matrices (`transformer.h.parameters()`), in order: what Muon trains.

@@ -144,6 +144,29 @@ fn the_initial_weights_are_nanochats_bit_for_bit() {
 }
 
 #[test]
+fn the_scaling_parameters_counted_from_the_config_are_the_models() {
+    let vocab = tokenizer().vocab_size();
+    for run in RUNS {
+        let model = model_of(&record(run), vocab);
+        let group = |name: &str| match name {
+            "transformer.wte.weight" => "wte",
+            "lm_head.weight" => "lm_head",
+            n if n.starts_with("value_embeds.") => "value_embeds",
+            n if n.starts_with("transformer.h.") => "transformer_matrices",
+            _ => "scalars",
+        };
+        let mut built = std::collections::HashMap::new();
+        for (_, p) in model.params.iter() {
+            *built.entry(group(&p.name)).or_insert(0) += p.value.len();
+            *built.entry("total").or_insert(0) += p.value.len();
+        }
+        for (name, counted) in model.config.num_scaling_params() {
+            assert_eq!(counted, built[name], "{run}: {name}");
+        }
+    }
+}
+
+#[test]
 fn the_first_loss_is_nanochats() {
     let vocab = tokenizer().vocab_size();
     for run in RUNS {
