@@ -17,7 +17,10 @@
 //! The data is a [`TaskMixture`]: the user's JSON-lines conversations, the spelling tasks over a
 //! word list, and arithmetic word problems that call the calculator ([`crate::tasks`]).
 
+mod args;
 pub mod run;
+
+pub use args::SftArgs;
 
 use crate::base_train::{forward_backward, optimizer_step};
 use crate::gpt::Gpt;

@@ -10,7 +10,7 @@
 //!   ([`gpt`]), `MuonAdamW` ([`optim`]), the best-fit loader ([`dataloader`]), bits per byte
 //!   ([`loss_eval`]), the schedules and the training step ([`base_train`]); the loop with its
 //!   printed lines, checkpoints ([`checkpoint`]) that resume bit for bit, and the run's
-//!   `loss.csv` and `report.json` ([`base_train::run`]), on text files or nanochat's parquet
+//!   `loss.csv` and `report.json` ([`run_files`]), on text files or nanochat's parquet
 //!   shards ([`shards`], downloaded by `data`: [`download`]).
 //! - `base-eval` (`scripts/base_eval.py`): greedy and sampled completions ([`engine`]), bits
 //!   per byte and the CORE metric ([`core_eval`]) of a checkpoint ([`base_eval`]).
@@ -57,6 +57,7 @@ pub mod kv_cache;
 pub mod loss_eval;
 pub mod optim;
 pub mod pickle;
+pub mod run_files;
 pub mod serve;
 pub mod shards;
 pub mod tasks;

@@ -30,7 +30,7 @@ enum Command {
     /// scripts/base_eval.py: a base checkpoint's samples, bits per byte and CORE metric.
     BaseEval(nanochat::base_eval::BaseEvalArgs),
     /// scripts/chat_sft.py: fine-tune a base checkpoint to chat, saving under chatsft_checkpoints/.
-    Sft(Box<nanochat::chat_sft::run::SftArgs>),
+    Sft(Box<nanochat::chat_sft::SftArgs>),
     /// scripts/chat_eval.py: accuracy on held-out arithmetic and spelling problems.
     ChatEval(nanochat::chat_eval::ChatEvalArgs),
     /// chat_web.py (before da32e1d): a chat page on localhost, answers streamed.
@@ -89,7 +89,7 @@ fn base_train(args: nanochat::base_train::BaseTrainArgs) -> Result<(), String> {
     let mut print0 = |line: String| println!("{line}");
     let finished =
         nanochat::base_train::run::base_train(&args, &nanochat::base_dir(), &mut print0)?;
-    nanochat::base_train::run::write_run_files(
+    nanochat::run_files::write_run_files(
         &finished,
         start.elapsed().as_secs_f64(),
         &nanochat::base_train::run::BASE_TRAIN,
@@ -101,15 +101,11 @@ fn base_train(args: nanochat::base_train::BaseTrainArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn sft(args: nanochat::chat_sft::run::SftArgs) -> Result<(), String> {
+fn sft(args: nanochat::chat_sft::SftArgs) -> Result<(), String> {
     use nanochat::chat_sft::run::{chat_sft, CHAT_SFT};
     let start = std::time::Instant::now();
     let finished = chat_sft(&args, &nanochat::base_dir(), &mut |line| println!("{line}"))?;
-    nanochat::base_train::run::write_run_files(
-        &finished,
-        start.elapsed().as_secs_f64(),
-        &CHAT_SFT,
-    )?;
+    nanochat::run_files::write_run_files(&finished, start.elapsed().as_secs_f64(), &CHAT_SFT)?;
     println!(
         "Checkpoint, loss.csv and report.json in {}",
         finished.dir.display()

@@ -13,7 +13,8 @@
 use clap::Parser;
 use nanochat::base_train::run::base_train;
 use nanochat::base_train::BaseTrainArgs;
-use nanochat::chat_sft::run::{chat_sft, mixtures, SftArgs};
+use nanochat::chat_sft::run::{chat_sft, mixtures};
+use nanochat::chat_sft::SftArgs;
 use nanochat::chat_sft::SftBatches;
 use nanochat::optim::Kind;
 use nanochat::tasks::{Task, TaskMixture};

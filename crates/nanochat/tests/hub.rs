@@ -5,7 +5,8 @@
 //! shuffled by numpy's `default_rng(42)` and turned into conversations: every conversation equal,
 //! in order. Offline, `sft --hub` says the Hub tasks are missing and trains on the rest.
 
-use nanochat::chat_sft::run::{mixtures, SftArgs};
+use nanochat::chat_sft::run::mixtures;
+use nanochat::chat_sft::SftArgs;
 use nanochat::hub::load_hub_dataset_from;
 use nanochat::tasks::{
     gsm8k_row_conversation, mmlu_conversation, smoltalk_conversation, HubTask, Task,
