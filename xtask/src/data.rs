@@ -9,12 +9,10 @@
 //! `ZTH_DATA_MIRROR=URL` fetches `URL/<name>` instead of each file's own URL
 //! (a local mirror; the tests use it for a server on 127.0.0.1).
 
-use std::fmt;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
+use ::data::download::{self, DownloadError};
 use ::data::{DataDir, DataError, DataFile, FILES};
 
 use crate::TaskResult;
@@ -127,135 +125,32 @@ pub fn ensure(names: &[&str]) -> Result<DataDir, String> {
     Ok(dir)
 }
 
-/// Why a download did not produce a good file.
-#[derive(Debug)]
-pub enum FetchError {
-    /// The server answered with an HTTP error status.
-    Status { url: String, status: u16 },
-    /// No answer: DNS, refused connection, TLS, timeout, dropped connection.
-    Network { url: String, error: String },
-    /// The bytes arrived but their SHA-256 is not the catalogue's.
-    Checksum {
-        url: String,
-        expected: &'static str,
-        actual: String,
-    },
-    /// Writing the file failed.
-    Io {
-        path: PathBuf,
-        error: std::io::Error,
-    },
-}
-
-impl fmt::Display for FetchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FetchError::Status { url, status } => write!(f, "{url} answered HTTP {status}"),
-            FetchError::Network { url, error } => write!(
-                f,
-                "could not download {url}: {error} (is this machine offline?)"
-            ),
-            FetchError::Checksum {
-                url,
-                expected,
-                actual,
-            } => write!(
-                f,
-                "{url} sent a file with SHA-256 {actual}, expected {expected}; \
-                 the file was not saved"
-            ),
-            FetchError::Io { path, error } => write!(f, "cannot write {}: {error}", path.display()),
-        }
-    }
-}
-
-/// The progress bar of a download of `total` bytes (if known), labelled `name`.
-pub fn download_bar(total: Option<u64>, name: &str) -> indicatif::ProgressBar {
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::no_length(),
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-        )
-        .expect("a valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(name.to_string());
-    bar
-}
-
 /// Downloads `file` into `dir` (from `base/<name>` if a base URL is given),
 /// checks its SHA-256 and renames it into place. Returns the final path.
-pub fn fetch(file: &DataFile, dir: &Path, base: Option<&str>) -> Result<PathBuf, FetchError> {
+pub fn fetch(file: &DataFile, dir: &Path, base: Option<&str>) -> Result<PathBuf, DownloadError> {
     let url = match base {
         Some(base) => format!("{}/{}", base.trim_end_matches('/'), file.name),
         None => file.url.to_string(),
     };
     let dest = dir.join(file.name);
     let parent = dest.parent().unwrap_or(dir);
-    let io_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |error| FetchError::Io { path, error }
-    };
-    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
-
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(30)))
-        .timeout_per_read(Some(Duration::from_secs(60)))
-        .build()
-        .into();
-    let response = agent.get(&url).call().map_err(|e| match e {
-        ureq::Error::StatusCode(status) => FetchError::Status {
-            url: url.clone(),
-            status,
-        },
-        e => FetchError::Network {
-            url: url.clone(),
-            error: e.to_string(),
-        },
+    std::fs::create_dir_all(parent).map_err(|error| DownloadError::Io {
+        path: parent.to_path_buf(),
+        error,
     })?;
-    let total = response.body().content_length();
-
-    let bar = download_bar(total, file.name);
-
+    // A part file of this process's own: the datasets are small, so a
+    // download starts over rather than resuming another's.
     let file_name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
-    let tmp = parent.join(format!(
+    let part = parent.join(format!(
         ".{}.part-{}",
         file_name.unwrap_or_default(),
         std::process::id()
     ));
-    let result = (|| {
-        let mut out = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-        let mut reader = response.into_body().into_reader();
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = reader.read(&mut buf).map_err(|e| FetchError::Network {
-                url: url.clone(),
-                error: e.to_string(),
-            })?;
-            if n == 0 {
-                break;
-            }
-            out.write_all(&buf[..n]).map_err(io_err(&tmp))?;
-            bar.inc(n as u64);
-        }
-        out.sync_all().map_err(io_err(&tmp))?;
-        drop(out);
-        let actual = ::data::sha256_file(&tmp).map_err(io_err(&tmp))?;
-        if !file.accepts(&actual) {
-            return Err(FetchError::Checksum {
-                url: url.clone(),
-                expected: file.sha256,
-                actual,
-            });
-        }
-        std::fs::rename(&tmp, &dest).map_err(io_err(&dest))
-    })();
-    bar.finish_and_clear();
+    let result = download::fetch_resuming(&url, &part, file.name).and_then(|()| {
+        download::keep_if_sha256(&part, &dest, &url, file.sha256, |sha| file.accepts(sha))
+    });
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = std::fs::remove_file(&part);
     }
     result.map(|()| dest)
 }
@@ -266,9 +161,10 @@ mod tests {
     //! a fixed number of requests, then stops (or gives up after 20 s).
 
     use super::*;
+    use std::io::{Read, Write};
     use std::net::TcpListener;
     use std::thread::JoinHandle;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     fn serve(routes: Vec<(&'static str, Vec<u8>)>, requests: usize) -> (String, JoinHandle<()>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -357,7 +253,7 @@ mod tests {
         let err = fetch(::data::file("names.txt").unwrap(), &dir, Some(&base)).unwrap_err();
         server.join().unwrap();
         let msg = err.to_string();
-        assert!(matches!(err, FetchError::Checksum { .. }), "{msg}");
+        assert!(matches!(err, DownloadError::Checksum { .. }), "{msg}");
         assert!(msg.contains("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
         assert!(msg.contains("0a30b5557f192f32ab962680889aac5f6fda0f4cecf40a6d0b5694f58ea8cc4d"));
         assert!(msg.contains("not saved"), "{msg}");
@@ -373,7 +269,7 @@ mod tests {
         server.join().unwrap();
         let msg = err.to_string();
         assert!(
-            matches!(err, FetchError::Status { status: 404, .. }),
+            matches!(err, DownloadError::Status { status: 404, .. }),
             "{msg}"
         );
         assert!(
@@ -396,7 +292,7 @@ mod tests {
         let dir = temp_dir("refused");
         let err = fetch(::data::file("names.txt").unwrap(), &dir, Some(&base)).unwrap_err();
         let msg = err.to_string();
-        assert!(matches!(err, FetchError::Network { .. }), "{msg}");
+        assert!(matches!(err, DownloadError::Network { .. }), "{msg}");
         assert!(
             msg.contains(&format!("could not download {base}/names.txt")),
             "{msg}"

@@ -13,34 +13,33 @@
 //! `ZTH_GPT2_URL` replaces the hub's folder URL (the tests point it at a
 //! server on 127.0.0.1).
 
-use std::io::{Read, Write};
+use ::data::download::{self, DownloadError};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The hub's folder for the `gpt2` checkpoint.
 pub const HUB_URL: &str = "https://huggingface.co/openai-community/gpt2/resolve/main";
 /// Environment variable with a folder URL that replaces [`HUB_URL`].
 pub const URL_VAR: &str = "ZTH_GPT2_URL";
 
-fn agent(follow_redirects: bool) -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(30)))
-        .timeout_per_read(Some(Duration::from_secs(60)))
-        .max_redirects(if follow_redirects { 10 } else { 0 })
-        .build()
-        .into()
-}
-
-fn network(url: &str) -> impl Fn(ureq::Error) -> String + '_ {
-    move |e| match e {
-        ureq::Error::StatusCode(status) => format!("{url} answered HTTP {status}"),
-        e => format!("could not download {url}: {e} (is this machine offline?)"),
-    }
-}
-
 /// The SHA-256 the hub publishes for a file it serves from LFS.
 fn published_sha256(url: &str) -> Result<String, String> {
-    let response = agent(false).head(url).call().map_err(network(url))?;
+    let response = download::agent(false).head(url).call().map_err(|e| {
+        let error = e.to_string();
+        DownloadError::Network {
+            url: url.into(),
+            error,
+        }
+        .to_string()
+    })?;
+    let status = response.status().as_u16();
+    if status >= 400 {
+        return Err(DownloadError::Status {
+            url: url.into(),
+            status,
+        }
+        .to_string());
+    }
     let etag = response
         .headers()
         .get("x-linked-etag")
@@ -62,67 +61,26 @@ fn published_sha256(url: &str) -> Result<String, String> {
 /// Downloads `url` to `dest`, resuming `dest.part` if an earlier download left
 /// one, and renames it into place once its SHA-256 is `sha256` (if given).
 fn download(url: &str, dest: &Path, sha256: Option<&str>) -> Result<(), String> {
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e: std::io::Error| format!("{}: {e}", p.display())
-    };
     let part = dest.with_extension(format!(
         "{}.part",
         dest.extension()
             .map(|e| e.to_string_lossy().into_owned())
             .unwrap_or_default()
     ));
-    let have = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-    let mut request = agent(true).get(url);
-    if have > 0 {
-        request = request.header("Range", format!("bytes={have}-"));
-    }
-    let response = request.call().map_err(network(url))?;
-    // 206: the server sends the rest; 200: it ignored the range, start over.
-    let resumed = have > 0 && response.status().as_u16() == 206;
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(resumed)
-        .truncate(!resumed)
-        .open(&part)
-        .map_err(io(&part))?;
-    let start = if resumed { have } else { 0 };
-    let total = response.body().content_length().map(|n| n + start);
     let name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let bar = crate::data::download_bar(total, &name);
-    bar.set_position(start);
-    if resumed {
-        bar.println(format!("resuming {} at byte {start}", dest.display()));
+    download::fetch_resuming(url, &part, &name)
+        .map_err(|e| format!("{e}; run it again to resume"))?;
+    match sha256 {
+        Some(want) => download::keep_if_sha256(&part, dest, url, want, |got| got == want),
+        None => std::fs::rename(&part, dest).map_err(|error| DownloadError::Io {
+            path: dest.to_path_buf(),
+            error,
+        }),
     }
-    let mut reader = response.into_body().into_reader();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = reader
-            .read(&mut buf)
-            .map_err(|e| format!("{url}: {e}; run it again to resume"))?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n]).map_err(io(&part))?;
-        bar.inc(n as u64);
-    }
-    out.sync_all().map_err(io(&part))?;
-    drop(out);
-    bar.finish_and_clear();
-    if let Some(want) = sha256 {
-        let got = ::data::sha256_file(&part).map_err(io(&part))?;
-        if got != want {
-            std::fs::remove_file(&part).map_err(io(&part))?;
-            return Err(format!(
-                "{url} sent a file with SHA-256 {got}, the hub publishes {want}; it was not saved"
-            ));
-        }
-    }
-    std::fs::rename(&part, dest).map_err(io(dest))
+    .map_err(|e| e.to_string())
 }
 
 /// Fetches `config.json` and `model.safetensors` from `base` into `dir`,
@@ -160,10 +118,11 @@ mod tests {
     //! with a redirect carrying `X-Linked-Etag`, GET honours `Range`.
 
     use super::*;
+    use std::io::Read;
     use std::net::TcpListener;
     use std::sync::{Arc, Mutex};
     use std::thread::JoinHandle;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     /// Serves `model` and `config` for `requests` requests; records each request's head.
     fn hub(

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod catalogue;
+pub mod download;
 mod error;
 pub mod makemore;
 pub mod python_text;

@@ -8,7 +8,6 @@
 //! footer reads, and downloaded again if not.
 
 use parquet::file::reader::SerializedFileReader;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -128,7 +127,10 @@ impl Downloader {
         say(format!("Downloading {name}..."));
         let mut wait = self.backoff;
         for attempt in 1..=self.max_attempts {
-            match fetch_resuming(&url, &tmp).and_then(|()| footer_reads(&tmp)) {
+            match data::download::fetch_resuming(&url, &tmp, &name)
+                .map_err(|e| e.to_string())
+                .and_then(|()| footer_reads(&tmp))
+            {
                 Ok(()) => {
                     std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
                     say(format!("Successfully downloaded {name}"));
@@ -161,81 +163,4 @@ impl Downloader {
         ))
     }
     // ANCHOR_END: download_single_file
-}
-
-/// Downloads `url` into `tmp`, continuing from its length if it exists (a range request;
-/// a server that ignores the range sends the whole file, which replaces it), and checks the
-/// final size against the one the server announced.
-fn fetch_resuming(url: &str, tmp: &Path) -> Result<(), String> {
-    let have = std::fs::metadata(tmp).map_or(0, |m| m.len());
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(30)))
-        .timeout_per_read(Some(Duration::from_secs(60)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut request = agent.get(url);
-    if have > 0 {
-        request = request.header("Range", &format!("bytes={have}-"));
-    }
-    let response = request.call().map_err(|e| format!("{url}: {e}"))?;
-    let status = response.status().as_u16();
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let (append, total) = match status {
-        // The rest of the file: "Content-Range: bytes N-M/TOTAL".
-        206 => {
-            let range = header("content-range").unwrap_or_default();
-            let total = range.rsplit('/').next().and_then(|t| t.parse::<u64>().ok());
-            (true, total)
-        }
-        // The whole file (also when the server ignored the range).
-        200 => (
-            false,
-            header("content-length").and_then(|l| l.parse::<u64>().ok()),
-        ),
-        // A range past the end: the partial file is already whole, or wrong.
-        416 if have > 0 => return Ok(()),
-        _ => return Err(format!("{url} answered HTTP {status}")),
-    };
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(append)
-        .truncate(!append)
-        .open(tmp)
-        .map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let start = if append { have } else { 0 };
-    let bar = indicatif::ProgressBar::new(total.unwrap_or(0));
-    bar.set_position(start);
-    if total.is_none() {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    let mut reader = response.into_body().into_reader();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut written = start;
-    loop {
-        let n = reader.read(&mut buf).map_err(|e| format!("{url}: {e}"))?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n])
-            .map_err(|e| format!("{}: {e}", tmp.display()))?;
-        written += n as u64;
-        bar.set_position(written);
-    }
-    out.sync_all()
-        .map_err(|e| format!("{}: {e}", tmp.display()))?;
-    bar.finish_and_clear();
-    match total {
-        Some(total) if written != total => Err(format!(
-            "{url}: {written} bytes arrived of the {total} announced; the download will resume"
-        )),
-        _ => Ok(()),
-    }
 }

@@ -12,7 +12,6 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use pyrandom::pcg64::Generator;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The rows of a dataset, each a JSON object of its columns, in an optional shuffled order.
 #[derive(Clone, Debug)]
@@ -64,17 +63,11 @@ pub fn default_endpoint() -> String {
         .unwrap_or_else(|| "https://huggingface.co".into())
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .timeout_connect(Some(Duration::from_secs(20)))
-        .timeout_per_read(Some(Duration::from_secs(60)))
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
 fn get(url: &str) -> Result<Vec<u8>, String> {
-    let mut response = agent().get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    let mut response = data::download::agent(true)
+        .get(url)
+        .call()
+        .map_err(|e| format!("{url}: {e}"))?;
     let status = response.status().as_u16();
     if status != 200 {
         return Err(format!("{url} answered HTTP {status}"));
