@@ -26,26 +26,26 @@ pub struct BaseEvalArgs {
     #[arg(long, default_value = "core,bpb,sample")]
     pub eval: String,
     /// The checkpoint folder under base_checkpoints (default: the deepest dN there).
-    #[arg(long = "model-tag")]
+    #[arg(long)]
     pub model_tag: Option<String>,
     /// The step to load (default: the last).
     #[arg(long)]
     pub step: Option<usize>,
     /// Examples per CORE task (-1: all).
     #[arg(
-        long = "max-per-task",
+        long,
         default_value_t = -1,
         allow_negative_numbers = true
     )]
     pub max_per_task: i64,
     /// Rows per forward pass for bpb.
-    #[arg(long = "device-batch-size", default_value_t = 32)]
+    #[arg(long, default_value_t = 32)]
     pub device_batch_size: usize,
     /// Tokens evaluated per split for bpb.
-    #[arg(long = "split-tokens", default_value_t = 40 * 524288)]
+    #[arg(long, default_value_t = 40 * 524288)]
     pub split_tokens: usize,
     /// cuda|cpu|mps; this build evaluates on the CPU.
-    #[arg(long = "device-type", default_value = "")]
+    #[arg(long, default_value = "")]
     pub device_type: String,
     /// The text the splits come from, as base-train's --input (default: the parquet shards).
     #[arg(long, alias = "data")]

@@ -24,7 +24,7 @@ pub struct ModelChoice {
     #[arg(short = 'i', long, default_value = "sft")]
     pub source: String,
     /// The checkpoint folder (default: the deepest dN there).
-    #[arg(short = 'g', long = "model-tag")]
+    #[arg(short = 'g', long)]
     pub model_tag: Option<String>,
     /// The step to load (default: the last).
     #[arg(short = 's', long)]
@@ -51,10 +51,10 @@ pub struct ChatArgs {
     #[arg(short = 't', long, default_value_t = 0.6)]
     pub temperature: f32,
     /// Top-k sampling parameter.
-    #[arg(short = 'k', long = "top-k", default_value_t = 50)]
+    #[arg(short = 'k', long, default_value_t = 50)]
     pub top_k: usize,
     /// cuda|cpu|mps; this build runs on the CPU.
-    #[arg(long = "device-type", default_value = "")]
+    #[arg(long, default_value = "")]
     pub device_type: String,
 }
 

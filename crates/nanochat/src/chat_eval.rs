@@ -112,15 +112,15 @@ pub struct ChatEvalArgs {
     /// Tasks, separated by |: arithmetic, spelling-bee, simple-spelling.
     #[arg(
         short = 'a',
-        long = "task-name",
+        long,
         default_value = "arithmetic|spelling-bee|simple-spelling"
     )]
     pub task_name: String,
     /// Held-out problems per task (from the test seeds).
-    #[arg(short = 'x', long = "max-problems", default_value_t = 100)]
+    #[arg(short = 'x', long, default_value_t = 100)]
     pub max_problems: usize,
     /// Most tokens an answer takes.
-    #[arg(short = 'm', long = "max-new-tokens", default_value_t = 512)]
+    #[arg(short = 'm', long, default_value_t = 512)]
     pub max_new_tokens: usize,
     /// The spelling task's word list (default: names.txt).
     #[arg(long)]

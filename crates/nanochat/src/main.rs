@@ -45,10 +45,10 @@ enum Command {
 #[derive(clap::Args)]
 struct DataArgs {
     /// Number of train shards to download (-1: all of them); the val shard always comes too.
-    #[arg(short = 'n', long = "num-files", default_value_t = -1, allow_negative_numbers = true)]
+    #[arg(short = 'n', long, default_value_t = -1, allow_negative_numbers = true)]
     num_files: i64,
     /// Number of parallel downloads.
-    #[arg(short = 'w', long = "num-workers", default_value_t = 4)]
+    #[arg(short = 'w', long, default_value_t = 4)]
     num_workers: usize,
 }
 

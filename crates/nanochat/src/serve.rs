@@ -56,10 +56,10 @@ pub struct ServeArgs {
     #[arg(short = 't', long, default_value_t = 0.8)]
     pub temperature: f32,
     /// The default top-k.
-    #[arg(short = 'k', long = "top-k", default_value_t = 50)]
+    #[arg(short = 'k', long, default_value_t = 50)]
     pub top_k: usize,
     /// The default most tokens of an answer.
-    #[arg(short = 'm', long = "max-tokens", default_value_t = 512)]
+    #[arg(short = 'm', long, default_value_t = 512)]
     pub max_tokens: usize,
     /// The port.
     #[arg(short = 'p', long, default_value_t = 8000)]
@@ -68,10 +68,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Answers generated at once; more wait in the queue.
-    #[arg(long = "max-concurrent", default_value_t = 2)]
+    #[arg(long, default_value_t = 2)]
     pub max_concurrent: usize,
     /// Requests waiting for a turn; beyond these, 503.
-    #[arg(long = "max-queue", default_value_t = 64)]
+    #[arg(long, default_value_t = 64)]
     pub max_queue: usize,
 }
 

@@ -29,38 +29,38 @@ pub fn python_bool(s: &str) -> Result<bool, String> {
 #[derive(Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainPyArgs {
     /// Evaluate (and maybe checkpoint) every N iterations.
-    #[arg(long = "eval-interval", default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000)]
     pub eval_interval: usize,
     /// Print the loss every N iterations.
-    #[arg(long = "log-interval", default_value_t = 1)]
+    #[arg(long, default_value_t = 1)]
     pub log_interval: usize,
     /// Batches per split in each evaluation.
-    #[arg(long = "eval-iters", default_value_t = 200)]
+    #[arg(long, default_value_t = 200)]
     pub eval_iters: usize,
     /// Save after every evaluation, not only when the val loss improved.
-    #[arg(long = "always-save-checkpoint", default_value = "True",
+    #[arg(long, default_value = "True",
           num_args = 0..=1, default_missing_value = "True", value_parser = python_bool)]
     pub always_save_checkpoint: bool,
     /// Micro-batches per iteration, their gradients summed.
-    #[arg(long = "gradient-accumulation-steps", default_value_t = 40)]
+    #[arg(long, default_value_t = 40)]
     pub gradient_accumulation_steps: usize,
     /// Sequences per micro-batch.
-    #[arg(long = "batch-size", default_value_t = 12)]
+    #[arg(long, default_value_t = 12)]
     pub batch_size: usize,
     /// Context length in tokens (a GPT-2's position embeddings are cropped to it).
-    #[arg(long = "block-size", default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024)]
     pub block_size: usize,
     /// Dropout probability while training.
     #[arg(long, default_value_t = 0.0)]
     pub dropout: f32,
     /// Peak learning rate.
-    #[arg(long = "learning-rate", default_value_t = 6e-4)]
+    #[arg(long, default_value_t = 6e-4)]
     pub learning_rate: f32,
     /// Train until this iteration (nanoGPT steps at 0..=max_iters).
-    #[arg(long = "max-iters", default_value_t = 600000)]
+    #[arg(long, default_value_t = 600000)]
     pub max_iters: usize,
     /// AdamW weight decay of the matrices (the other parameters get none).
-    #[arg(long = "weight-decay", default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1)]
     pub weight_decay: f32,
     /// AdamW β₁.
     #[arg(long, default_value_t = 0.9)]
@@ -69,20 +69,20 @@ pub struct TrainPyArgs {
     #[arg(long, default_value_t = 0.95)]
     pub beta2: f32,
     /// Clip the gradients' global norm to this; 0 turns clipping off.
-    #[arg(long = "grad-clip", default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0)]
     pub grad_clip: f32,
     /// Warm up, then decay the learning rate on a cosine; False keeps it constant.
-    #[arg(long = "decay-lr", default_value = "True", num_args = 0..=1,
+    #[arg(long, default_value = "True", num_args = 0..=1,
           default_missing_value = "True", value_parser = python_bool)]
     pub decay_lr: bool,
     /// Linear warmup iterations.
-    #[arg(long = "warmup-iters", default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000)]
     pub warmup_iters: usize,
     /// The iteration at which the cosine reaches min_lr.
-    #[arg(long = "lr-decay-iters", default_value_t = 600000)]
+    #[arg(long, default_value_t = 600000)]
     pub lr_decay_iters: usize,
     /// The learning rate's floor.
-    #[arg(long = "min-lr", default_value_t = 6e-5)]
+    #[arg(long, default_value_t = 6e-5)]
     pub min_lr: f32,
     /// Only `cpu`: accepted so that the flags of nanoGPT's CPU line can be pasted.
     #[arg(long, default_value = "cpu")]
@@ -176,25 +176,25 @@ pub struct TrainArgs {
     #[arg(long, alias = "dataset")]
     pub data: PathBuf,
     /// Where ckpt.safetensors, report.json, loss.csv and the plots go.
-    #[arg(long = "out-dir", alias = "out", default_value = "out")]
+    #[arg(long, alias = "out", default_value = "out")]
     pub out_dir: PathBuf,
     /// Evaluate once and stop, saving nothing: with `--init-from resume`, the
     /// checkpoint's model on both splits (nanoGPT's own stops only at
     /// iteration 0, and would train a resumed run on).
-    #[arg(long = "eval-only", default_value = "False", num_args = 0..=1,
+    #[arg(long, default_value = "False", num_args = 0..=1,
           default_missing_value = "True", value_parser = python_bool)]
     pub eval_only: bool,
     /// `scratch`, or `resume` from OUT_DIR/ckpt.safetensors.
-    #[arg(long = "init-from", default_value = "scratch")]
+    #[arg(long, default_value = "scratch")]
     pub init_from: String,
     /// Transformer blocks.
-    #[arg(long = "n-layer", default_value_t = 4)]
+    #[arg(long, default_value_t = 4)]
     pub n_layer: usize,
     /// Attention heads.
-    #[arg(long = "n-head", default_value_t = 4)]
+    #[arg(long, default_value_t = 4)]
     pub n_head: usize,
     /// Width of the residual stream.
-    #[arg(long = "n-embd", default_value_t = 128)]
+    #[arg(long, default_value_t = 128)]
     pub n_embd: usize,
     /// Biases in the Linears and LayerNorms.
     #[arg(long, default_value = "False", num_args = 0..=1, default_missing_value = "True",

@@ -236,7 +236,7 @@ pub struct PrepareArgs {
     #[arg(long)]
     pub input: std::path::PathBuf,
     /// Where train.bin, val.bin and meta.pkl go.
-    #[arg(long = "out-dir", alias = "out")]
+    #[arg(long, alias = "out")]
     pub out_dir: std::path::PathBuf,
 }
 

@@ -100,7 +100,7 @@ pub struct SampleCommand {
     pub checkpoint: Option<PathBuf>,
     /// The out dir of `gpt train`: nanoGPT's sample.py, with its defaults
     /// (10 samples of 500 characters, temperature 0.8, top-k 200).
-    #[arg(long = "out-dir", alias = "out")]
+    #[arg(long, alias = "out")]
     pub out_dir: Option<PathBuf>,
     /// How many characters to generate (--checkpoint; default 500).
     #[arg(long, conflicts_with = "out_dir")]
@@ -112,16 +112,16 @@ pub struct SampleCommand {
     #[arg(long)]
     pub temperature: Option<f32>,
     /// Sample only from the k most likely characters.
-    #[arg(long = "top-k")]
+    #[arg(long)]
     pub top_k: Option<usize>,
     /// The prompt, or FILE:path (--out-dir; default a newline).
     #[arg(long, conflicts_with = "checkpoint")]
     pub start: Option<String>,
     /// How many samples (--out-dir; default 10).
-    #[arg(long = "num-samples", conflicts_with = "checkpoint")]
+    #[arg(long, conflicts_with = "checkpoint")]
     pub num_samples: Option<usize>,
     /// Characters generated in each sample (--out-dir; default 500).
-    #[arg(long = "max-new-tokens", conflicts_with = "checkpoint")]
+    #[arg(long, conflicts_with = "checkpoint")]
     pub max_new_tokens: Option<usize>,
     /// Only `cpu`: accepted so that nanoGPT's lines can be pasted.
     #[arg(long, default_value = "cpu")]
