@@ -182,7 +182,9 @@ pub fn run(args: Args) -> TaskResult {
                 cmd.env(::data::ENV_VAR, &data_dir)
                     .env("ZTH_THREADS", threads.to_string())
                     .env("ZTH_DTYPE", group.dtype)
-                    .args(["bench", "-p", group.krate, "--bench", group.bench, "--"])
+                    .args(["bench", "-p", group.krate, "--bench", group.bench])
+                    .args(criterion_feature(&root, group.krate))
+                    .arg("--")
                     .args(group.bench_args);
                 let named = |name: String| match group.dtype {
                     "bfloat16" => format!("{name}+bf16"),
@@ -485,6 +487,18 @@ fn tensor_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// `--features criterion` for a crate whose benches run under criterion (an
+/// optional dependency there, so that `cargo test` does not build it).
+fn criterion_feature(root: &Path, krate: &str) -> &'static [&'static str] {
+    let manifest = root.join("crates").join(krate).join("Cargo.toml");
+    match std::fs::read_to_string(manifest) {
+        Ok(text) if text.contains("\ncriterion = [\"dep:criterion\"]") => {
+            &["--features", "criterion"]
+        }
+        _ => &[],
+    }
+}
+
 /// `cargo xtask bench --crate C`: C's benches, then every script beside them.
 fn run_crate(only: &str) -> TaskResult {
     let root = workspace_root();
@@ -497,7 +511,8 @@ fn run_crate(only: &str) -> TaskResult {
     }
     let mut cmd = cargo();
     cmd.env(::data::ENV_VAR, &::data::DataDir::resolve().path)
-        .args(["bench", "-p", only]);
+        .args(["bench", "-p", only])
+        .args(criterion_feature(&root, only));
     let code = run_child(cmd)?;
     if code != ExitCode::SUCCESS {
         return Ok(code);

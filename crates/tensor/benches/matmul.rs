@@ -4,7 +4,7 @@
 //! Three backends: `gemm/…` is `Tensor::matmul` (the gemm crate), `mm/…` is
 //! ndarray's `general_mat_mul` (matrixmultiply), kept for comparison, and `bf16/…` is
 //! [`tensor::bf16::matmul_bf16`] (bfloat16 operands, float32 sums; packing included).
-//! Run `cargo bench -p tensor --bench matmul` once with
+//! Run `cargo bench -p tensor --features criterion --bench matmul` once with
 //! `ZTH_THREADS=1 MATMUL_NUM_THREADS=1` and once with both set to 2, and compare
 //! with `benches/matmul_torch.py`.
 //! Shapes: makemore's MLP layer (32×30×200), GPT-2-small projections at B·T = 256
