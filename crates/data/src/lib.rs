@@ -18,6 +18,8 @@
 //!
 //! [`makemore`] turns `names.txt` into what lectures 2–6 train on, exactly as
 //! the notebooks do (same vocabulary, same shuffled split, same context windows).
+//! [`download`] is the one downloader of the workspace: these files
+//! (`cargo xtask data`), GPT-2's weights and nanochat's shards.
 #![deny(missing_docs)]
 
 mod catalogue;
