@@ -5,28 +5,21 @@ Run: python crates/batchnorm/benches/batchnorm_step_torch.py
 Prints the same lines as `cargo bench -p batchnorm --bench batchnorm_step`.
 """
 import os
-import random
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-WARMUP, STEPS = 200, 2000
-DATA = os.environ.get("ZTH_DATA", "datasets")
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
+from makemore_lectures import BatchNorm1d, Linear, Tanh, read_words, splits, vocabulary  # noqa: E402
 
-words = open(os.path.join(DATA, "names.txt")).read().splitlines()
-stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
-stoi["."] = 0
-random.seed(42)
-random.shuffle(words)
-X, Y = [], []
-for w in words[: int(0.8 * len(words))]:
-    context = [0] * 3
-    for ch in w + ".":
-        X.append(context)
-        Y.append(stoi[ch])
-        context = context[1:] + [stoi[ch]]
-Xtr, Ytr = torch.tensor(X), torch.tensor(Y)
+WARMUP, STEPS = 200, 2000
+
+words = read_words()
+stoi, _ = vocabulary(words)
+(Xtr, Ytr), _, _ = splits(words, 3, stoi)
 
 
 def timed(label, step):
@@ -75,56 +68,12 @@ timed("lecture 4 model A (torch)", step_a)
 
 
 # Model B (part 3, cells 13-14), without the retain_grad/ud diagnostics
-class Linear:
-    def __init__(self, fan_in, fan_out, bias=True):
-        self.weight = torch.randn((fan_in, fan_out), generator=g) / fan_in**0.5
-        self.bias = torch.zeros(fan_out) if bias else None
-
-    def __call__(self, x):
-        self.out = x @ self.weight
-        if self.bias is not None:
-            self.out += self.bias
-        return self.out
-
-    def parameters(self):
-        return [self.weight] + ([] if self.bias is None else [self.bias])
-
-
-class BatchNorm1d:
-    def __init__(self, dim, eps=1e-5, momentum=0.1):
-        self.eps, self.momentum, self.training = eps, momentum, True
-        self.gamma, self.beta = torch.ones(dim), torch.zeros(dim)
-        self.running_mean, self.running_var = torch.zeros(dim), torch.ones(dim)
-
-    def __call__(self, x):
-        xmean = x.mean(0, keepdim=True)
-        xvar = x.var(0, keepdim=True)
-        xhat = (x - xmean) / torch.sqrt(xvar + self.eps)
-        self.out = self.gamma * xhat + self.beta
-        with torch.no_grad():
-            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * xmean
-            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * xvar
-        return self.out
-
-    def parameters(self):
-        return [self.gamma, self.beta]
-
-
-class Tanh:
-    def __call__(self, x):
-        self.out = torch.tanh(x)
-        return self.out
-
-    def parameters(self):
-        return []
-
-
 g = torch.Generator().manual_seed(2147483647)
 C = torch.randn((27, 10), generator=g)
 layers = []
 for fan_in in [30, 100, 100, 100, 100]:
-    layers += [Linear(fan_in, 100, bias=False), BatchNorm1d(100), Tanh()]
-layers += [Linear(100, 27, bias=False), BatchNorm1d(27)]
+    layers += [Linear(fan_in, 100, bias=False, generator=g), BatchNorm1d(100), Tanh()]
+layers += [Linear(100, 27, bias=False, generator=g), BatchNorm1d(27)]
 with torch.no_grad():
     layers[-1].gamma *= 0.1
 params_b = [C] + [p for layer in layers for p in layer.parameters()]

@@ -9,7 +9,7 @@ prints `ms/step` as the best of three timed runs of --steps.
 """
 import argparse
 import os
-import random
+import sys
 import time
 
 import torch
@@ -23,20 +23,12 @@ args = parser.parse_args()
 torch.set_num_threads(args.threads)
 
 here = os.path.dirname(os.path.abspath(__file__))
-data = os.environ.get("ZTH_DATA", os.path.join(here, "..", "..", "..", "datasets"))
-words = open(os.path.join(data, "names.txt")).read().splitlines()
-stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
-stoi["."] = 0
-random.seed(42)
-random.shuffle(words)
-X, Y = [], []
-for w in words[: int(0.8 * len(words))]:
-    context = [0] * 3
-    for ch in w + ".":
-        X.append(context)
-        Y.append(stoi[ch])
-        context = context[1:] + [stoi[ch]]
-Xtr, Ytr = torch.tensor(X), torch.tensor(Y)
+sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
+from makemore_lectures import read_words, splits, vocabulary  # noqa: E402
+
+words = read_words()
+stoi, _ = vocabulary(words)
+(Xtr, Ytr), _, _ = splits(words, 3, stoi)
 
 g = torch.Generator().manual_seed(2147483647)
 C = torch.randn((27, 10), generator=g)

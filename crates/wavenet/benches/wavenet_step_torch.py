@@ -5,7 +5,7 @@ Run: python crates/wavenet/benches/wavenet_step_torch.py
 Prints the same line as `cargo bench -p wavenet --bench wavenet_step`.
 """
 import os
-import random
+import sys
 import time
 
 import torch
@@ -14,94 +14,15 @@ import torch.nn.functional as F
 WARMUP, STEPS = 200, 2000
 # As many threads as ours: ZTH_THREADS, else every core this process may use.
 torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
-DATA = os.environ.get("ZTH_DATA", "datasets")
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
+from makemore_lectures import (  # noqa: E402
+    BatchNorm1d, Embedding, FlattenConsecutive, Linear, Tanh, read_words, splits, vocabulary,
+)
 
-words = open(os.path.join(DATA, "names.txt")).read().splitlines()
-stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
-stoi["."] = 0
-random.seed(42)
-random.shuffle(words)
-X, Y = [], []
-for w in words[: int(0.8 * len(words))]:
-    context = [0] * 8
-    for ch in w + ".":
-        X.append(context)
-        Y.append(stoi[ch])
-        context = context[1:] + [stoi[ch]]
-Xtr, Ytr = torch.tensor(X), torch.tensor(Y)
-
-
-class Linear:
-    def __init__(self, fan_in, fan_out, bias=True):
-        self.weight = torch.randn((fan_in, fan_out)) / fan_in**0.5
-        self.bias = torch.zeros(fan_out) if bias else None
-
-    def __call__(self, x):
-        self.out = x @ self.weight
-        if self.bias is not None:
-            self.out += self.bias
-        return self.out
-
-    def parameters(self):
-        return [self.weight] + ([] if self.bias is None else [self.bias])
-
-
-class BatchNorm1d:
-    def __init__(self, dim, eps=1e-5, momentum=0.1):
-        self.eps, self.momentum, self.training = eps, momentum, True
-        self.gamma, self.beta = torch.ones(dim), torch.zeros(dim)
-        self.running_mean, self.running_var = torch.zeros(dim), torch.ones(dim)
-
-    def __call__(self, x):
-        dim = 0 if x.ndim == 2 else (0, 1)
-        xmean = x.mean(dim, keepdim=True)
-        xvar = x.var(dim, keepdim=True)
-        xhat = (x - xmean) / torch.sqrt(xvar + self.eps)
-        self.out = self.gamma * xhat + self.beta
-        with torch.no_grad():
-            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * xmean
-            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * xvar
-        return self.out
-
-    def parameters(self):
-        return [self.gamma, self.beta]
-
-
-class Tanh:
-    def __call__(self, x):
-        self.out = torch.tanh(x)
-        return self.out
-
-    def parameters(self):
-        return []
-
-
-class Embedding:
-    def __init__(self, num_embeddings, embedding_dim):
-        self.weight = torch.randn((num_embeddings, embedding_dim))
-
-    def __call__(self, IX):
-        self.out = self.weight[IX]
-        return self.out
-
-    def parameters(self):
-        return [self.weight]
-
-
-class FlattenConsecutive:
-    def __init__(self, n):
-        self.n = n
-
-    def __call__(self, x):
-        B, T, C = x.shape
-        x = x.view(B, T // self.n, C * self.n)
-        if x.shape[1] == 1:
-            x = x.squeeze(1)
-        self.out = x
-        return self.out
-
-    def parameters(self):
-        return []
+words = read_words()
+stoi, _ = vocabulary(words)
+(Xtr, Ytr), _, _ = splits(words, 8, stoi)
 
 
 torch.manual_seed(42)
