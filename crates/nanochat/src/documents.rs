@@ -81,9 +81,26 @@ fn read_file(path: &Path, out: &mut Vec<String>) -> Result<(), String> {
     }
 }
 
+/// A path that is not there but names one of the workspace's data files (`tinyshakespeare.txt`,
+/// or `datasets/tinyshakespeare.txt` where `ZTH_DATA` keeps the files elsewhere): that file,
+/// found as every lecture finds it, or the data crate's message saying how to get it.
+fn catalogue_file(path: &Path) -> Result<PathBuf, String> {
+    match path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(data::file)
+    {
+        Some(file) => data::path(file.name).map_err(|e| e.to_string()),
+        None => Err(format!("{}: no such file or folder", path.display())),
+    }
+}
+
 /// The files a corpus path names: the file itself, or a folder's `.txt`, `.md` and `.jsonl`
 /// files in name order.
 fn corpus_files(path: &Path) -> Result<Vec<PathBuf>, String> {
+    if !path.exists() {
+        return Ok(vec![catalogue_file(path)?]);
+    }
     if !path.is_dir() {
         return Ok(vec![path.to_path_buf()]);
     }

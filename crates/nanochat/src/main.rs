@@ -25,7 +25,7 @@ enum Command {
     TokTrain(tok::TrainArgs),
     /// scripts/tok_eval.py: bytes per token beside GPT-2's and GPT-4's tokenizers.
     TokEval(tok::EvalArgs),
-    /// scripts/base_train.py: pretrain the GPT on --data, saving under base_checkpoints/.
+    /// scripts/base_train.py: pretrain the GPT on --input (or the downloaded shards), saving under base_checkpoints/.
     BaseTrain(Box<nanochat::base_train::BaseTrainArgs>),
     /// scripts/base_eval.py: a base checkpoint's samples, bits per byte and CORE metric.
     BaseEval(nanochat::base_eval::BaseEvalArgs),

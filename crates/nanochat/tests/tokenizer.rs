@@ -219,3 +219,20 @@ fn a_cut_pickle_is_an_error() {
         assert!(pickle::loads(&bytes[..cut]).is_err(), "cut at {cut}");
     }
 }
+
+#[test]
+fn an_input_named_for_a_data_file_is_found_where_the_data_is() {
+    // The README's `--input tinyshakespeare.txt`, run where no such file is in the folder: it is
+    // the workspace's data file, wherever ZTH_DATA or datasets/ keeps it.
+    let named = std::path::Path::new("tinyshakespeare.txt");
+    assert!(
+        !named.exists(),
+        "the test runs where the name alone finds nothing"
+    );
+    let found = nanochat::documents::read_documents(named).unwrap();
+    let data = data::path("tinyshakespeare.txt").unwrap();
+    assert_eq!(found, nanochat::documents::read_documents(&data).unwrap());
+    // Any other missing path is an error that names it.
+    let e = nanochat::documents::read_documents(std::path::Path::new("no/such.txt")).unwrap_err();
+    assert_eq!(e, "no/such.txt: no such file or folder");
+}
