@@ -47,11 +47,11 @@ pub struct ChatArgs {
     /// Ask this one question, print the answer and exit.
     #[arg(short = 'p', long, default_value = "")]
     pub prompt: String,
-    /// Temperature for generation.
-    #[arg(short = 't', long, default_value_t = 0.6)]
+    /// Temperature for generation, 0 (the most likely token) to 2.
+    #[arg(short = 't', long, default_value_t = 0.6, value_parser = temperature, allow_negative_numbers = true)]
     pub temperature: f32,
-    /// Top-k sampling parameter.
-    #[arg(short = 'k', long, default_value_t = 50)]
+    /// Top-k sampling parameter, up to 200 (0: off).
+    #[arg(short = 'k', long, default_value_t = 50, value_parser = top_k, allow_negative_numbers = true)]
     pub top_k: usize,
     /// cuda|cpu|mps; this build runs on the CPU.
     #[arg(long, default_value = "")]
@@ -87,6 +87,38 @@ pub fn load(
     Ok(load_model(&dir, step)?.0)
 }
 
+/// The room a conversation keeps for its answer: the answer's most tokens, or half the context
+/// when that is less, so that old turns make way for the answer but never squeeze the
+/// conversation to nothing.
+pub fn answer_room(max_tokens: usize, context: usize) -> usize {
+    max_tokens.min(context / 2).max(1)
+}
+
+/// `-t`/`--temperature`: a number from 0 (the most likely token) to chat_web.py's largest, 2,
+/// checked at the flag: NaN, a negative or an infinite temperature has no distribution to draw
+/// from.
+pub fn temperature(text: &str) -> Result<f32, String> {
+    use crate::serve::limits::MAX_TEMPERATURE;
+    match text.parse::<f32>() {
+        Ok(t) if (0.0..=MAX_TEMPERATURE).contains(&t) => Ok(t),
+        _ => Err(format!(
+            "the temperature must be a number from 0 to {MAX_TEMPERATURE}"
+        )),
+    }
+}
+
+/// `-k`/`--top-k`: the number of likeliest tokens to draw from, up to chat_web.py's largest,
+/// 200; 0 draws from all of them.
+pub fn top_k(text: &str) -> Result<usize, String> {
+    use crate::serve::limits::MAX_TOP_K;
+    match text.parse::<usize>() {
+        Ok(k) if k <= MAX_TOP_K => Ok(k),
+        _ => Err(format!(
+            "top-k must be a whole number from 0 to {MAX_TOP_K}"
+        )),
+    }
+}
+
 /// The special tokens of a conversation.
 struct Turns {
     bos: u32,
@@ -98,11 +130,16 @@ struct Turns {
 
 // ANCHOR: fit_context
 /// Drops the oldest turns of `conversation` (after its `<|bos|>`) until it fits in `context`
-/// tokens with room for one token of answer; returns how many turns went. The last turn, the
-/// one being asked, is never dropped.
-pub fn fit_context(conversation: &mut Vec<u32>, user_start: u32, context: usize) -> usize {
+/// tokens with `room` left for the answer; returns how many turns went. The last turn, the one
+/// being asked, is never dropped.
+pub fn fit_context(
+    conversation: &mut Vec<u32>,
+    user_start: u32,
+    context: usize,
+    room: usize,
+) -> usize {
     let mut dropped = 0;
-    while conversation.len() >= context {
+    while conversation.len() + room > context {
         // The second <|user_start|> starts the turn after the oldest.
         let starts: Vec<usize> = (1..conversation.len())
             .filter(|&i| conversation[i] == user_start)
@@ -141,10 +178,12 @@ pub fn chat(
         assistant_end: special("<|assistant_end|>")?,
     };
     let context = model.config.sequence_len;
-    let rule = "-".repeat(50);
-    writeln!(out, "\nNanoChat Interactive Mode\n{rule}").map_err(io)?;
-    writeln!(out, "Type 'quit' or 'exit' to end the conversation").map_err(io)?;
-    writeln!(out, "Type 'clear' to start a new conversation\n{rule}").map_err(io)?;
+    if args.prompt.is_empty() {
+        let rule = "-".repeat(50);
+        writeln!(out, "\nNanoChat Interactive Mode\n{rule}").map_err(io)?;
+        writeln!(out, "Type 'quit' or 'exit' to end the conversation").map_err(io)?;
+        writeln!(out, "Type 'clear' to start a new conversation\n{rule}").map_err(io)?;
+    }
     let mut conversation = vec![turns.bos];
     loop {
         let user_input = if !args.prompt.is_empty() {
@@ -177,7 +216,12 @@ pub fn chat(
         asked.extend(tokenizer.encode(&user_input));
         asked.push(turns.user_end);
         asked.push(turns.assistant_start);
-        let dropped = fit_context(&mut asked, turns.user_start, context);
+        let dropped = fit_context(
+            &mut asked,
+            turns.user_start,
+            context,
+            answer_room(MAX_ANSWER, context),
+        );
         if dropped > 0 {
             writeln!(
                 out,
@@ -203,7 +247,7 @@ pub fn chat(
             num_samples: 1,
             max_tokens: MAX_ANSWER.min(context - conversation.len()),
             temperature: args.temperature,
-            top_k: Some(args.top_k),
+            top_k: (args.top_k > 0).then_some(args.top_k),
             seed: 42,
             kv_cache: true,
         };
@@ -218,6 +262,10 @@ pub fn chat(
             sampling,
             &mut |column, _| {
                 response.push(column[0]);
+                // The token that ends the answer is the conversation's, not the reader's.
+                if column[0] == turns.assistant_end || column[0] == turns.bos {
+                    return true;
+                }
                 let shown = tokenizer
                     .decode(&column[..1])
                     .and_then(|text| write!(out, "{text}").and_then(|()| out.flush()).map_err(io));

@@ -10,17 +10,19 @@
 //! queue gets 503), and a client that disconnects stops its generation. The server binds to
 //! 127.0.0.1 unless `--host` says otherwise.
 
-use crate::chat_cli::fit_context;
+use crate::chat_cli::{answer_room, fit_context};
 use crate::engine::{generate, Sampling};
 use crate::gpt::Gpt;
 use crate::tokenizer::Tokenizer;
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, Semaphore};
@@ -52,14 +54,14 @@ pub struct ServeArgs {
     /// The checkpoint.
     #[command(flatten)]
     pub model: crate::chat_cli::ModelChoice,
-    /// The default temperature.
-    #[arg(short = 't', long, default_value_t = 0.8)]
+    /// The default temperature, 0 to 2.
+    #[arg(short = 't', long, default_value_t = 0.8, value_parser = crate::chat_cli::temperature, allow_negative_numbers = true)]
     pub temperature: f32,
-    /// The default top-k.
-    #[arg(short = 'k', long, default_value_t = 50)]
+    /// The default top-k, up to 200 (0: off).
+    #[arg(short = 'k', long, default_value_t = 50, value_parser = crate::chat_cli::top_k, allow_negative_numbers = true)]
     pub top_k: usize,
-    /// The default most tokens of an answer.
-    #[arg(short = 'm', long, default_value_t = 512)]
+    /// The default most tokens of an answer, 1 to 4096.
+    #[arg(short = 'm', long, default_value_t = 512, value_parser = max_tokens, allow_negative_numbers = true)]
     pub max_tokens: usize,
     /// The port.
     #[arg(short = 'p', long, default_value_t = 8000)]
@@ -74,6 +76,21 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 64)]
     pub max_queue: usize,
 }
+
+/// `-m`/`--max-tokens`: 1 to chat_web.py's largest, 4096.
+fn max_tokens(text: &str) -> Result<usize, String> {
+    use limits::MAX_MAX_TOKENS;
+    match text.parse::<usize>() {
+        Ok(m) if (1..=MAX_MAX_TOKENS).contains(&m) => Ok(m),
+        _ => Err(format!(
+            "max-tokens must be a whole number from 1 to {MAX_MAX_TOKENS}"
+        )),
+    }
+}
+
+/// What writes an answer's events: [`stream_answer`]; a test puts a stand-in here.
+pub type Generate =
+    fn(&Gpt, &Tokenizer, &[u32], Sampling, &mut dyn FnMut(String) -> bool) -> Result<usize, String>;
 
 /// A message of a request.
 #[derive(Debug, Deserialize)]
@@ -170,6 +187,8 @@ pub struct ServerState {
     pub max_admitted: usize,
     /// Answers being generated now.
     pub generating: AtomicUsize,
+    /// What writes an answer.
+    pub generate: Generate,
 }
 
 impl ServerState {
@@ -183,6 +202,7 @@ impl ServerState {
             admitted: AtomicUsize::new(0),
             max_admitted: args.max_concurrent.max(1) + args.max_queue,
             generating: AtomicUsize::new(0),
+            generate: stream_answer,
         }
     }
 }
@@ -193,6 +213,18 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/", get(|| async { Html(PAGE) }))
         .route("/health", get(health))
         .route("/chat/completions", post(chat_completions))
+        .fallback(|| async {
+            refuse(
+                StatusCode::NOT_FOUND,
+                "No such page: try / or /health".into(),
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            refuse(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Not with that method: GET / and /health, POST /chat/completions".into(),
+            )
+        })
         .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -228,6 +260,22 @@ impl Drop for Admission {
     }
 }
 
+/// Counts an answer as being generated until dropped, also when its generation panics.
+struct Generating(Arc<ServerState>);
+
+impl Generating {
+    fn start(state: Arc<ServerState>) -> Generating {
+        state.generating.fetch_add(1, Ordering::SeqCst);
+        Generating(state)
+    }
+}
+
+impl Drop for Generating {
+    fn drop(&mut self) {
+        self.0.generating.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The conversation's tokens, primed for the assistant's answer (as chat_web.py builds them).
 pub fn conversation_tokens(
     tokenizer: &Tokenizer,
@@ -252,7 +300,15 @@ pub fn conversation_tokens(
     Ok(tokens)
 }
 
-async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) -> Response {
+async fn chat_completions(
+    State(state): State<Arc<ServerState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    // A body past the cap (413) or cut off is refused in JSON, as every other refusal is.
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => return refuse(rejection.status(), rejection.body_text()),
+    };
     let request: ChatRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -282,7 +338,14 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
         .tokenizer
         .encode_special("<|user_start|>")
         .unwrap_or(0);
-    fit_context(&mut tokens, user_start, context);
+    let (temperature, top_k, max_tokens) = state.defaults;
+    let max_tokens = request.max_tokens.unwrap_or(max_tokens);
+    let dropped = fit_context(
+        &mut tokens,
+        user_start,
+        context,
+        answer_room(max_tokens, context),
+    );
     if tokens.len() >= context {
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -291,14 +354,10 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
             ),
         );
     }
-    let (temperature, top_k, max_tokens) = state.defaults;
     let top_k = request.top_k.unwrap_or(top_k);
     let sampling = Sampling {
         num_samples: 1,
-        max_tokens: request
-            .max_tokens
-            .unwrap_or(max_tokens)
-            .min(context - tokens.len()),
+        max_tokens: max_tokens.min(context - tokens.len()),
         temperature: request.temperature.unwrap_or(temperature),
         top_k: (top_k > 0).then_some(top_k),
         seed: rand_seed(),
@@ -314,19 +373,28 @@ async fn chat_completions(State(state): State<Arc<ServerState>>, body: Bytes) ->
         let state = state_for_task.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            state.generating.fetch_add(1, Ordering::SeqCst);
-            let result = stream_answer(
-                &state.model,
-                &state.tokenizer,
-                &tokens,
-                sampling,
-                &mut |event| sender.blocking_send(event).is_ok(),
-            );
-            if let Err(e) = result {
+            let _generating = Generating::start(state.clone());
+            if dropped > 0 {
+                let note = serde_json::json!({ "dropped": dropped, "context": context });
+                let _ = sender.blocking_send(note.to_string());
+            }
+            let mut send = |event| sender.blocking_send(event).is_ok();
+            let generate = state.generate;
+            let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                generate(&state.model, &state.tokenizer, &tokens, sampling, &mut send)
+            }));
+            let error = match result {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(e),
+                // The panic's message and place are in the server's log (stderr).
+                Err(_) => {
+                    Some("The answer failed: a bug in the server (its log says where)".into())
+                }
+            };
+            if let Some(e) = error {
                 let _ = sender.blocking_send(serde_json::json!({ "error": e }).to_string());
             }
             let _ = sender.blocking_send(serde_json::json!({ "done": true }).to_string());
-            state.generating.fetch_sub(1, Ordering::SeqCst);
         })
         .await;
     });
@@ -419,12 +487,21 @@ pub fn serve(
     args: &ServeArgs,
     ready: &mut dyn FnMut(std::net::SocketAddr),
 ) -> Result<(), String> {
+    serve_state(ServerState::new(model, tokenizer, args), args, ready)
+}
+
+/// [`serve`] with a state built by the caller (a test's stand-in for [`stream_answer`]).
+pub fn serve_state(
+    state: ServerState,
+    args: &ServeArgs,
+    ready: &mut dyn FnMut(std::net::SocketAddr),
+) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let state = Arc::new(ServerState::new(model, tokenizer, args));
+    let state = Arc::new(state);
     runtime.block_on(async move {
         let address = format!("{}:{}", args.host, args.port);
         let listener = tokio::net::TcpListener::bind(&address)

@@ -118,14 +118,28 @@ fn a_conversation_is_kept_cleared_and_ended() {
         kv_cache: true,
     };
     let engine = generate_batch(&model, &tokenizer, &turn, sampling).unwrap();
+    let ends = [special("<|assistant_end|>"), tokenizer.bos_token_id()];
     let streamed: String = engine[0][turn.len()..]
         .iter()
+        .filter(|t| !ends.contains(t))
         .map(|&t| tokenizer.decode(&[t]).unwrap())
         .collect();
     assert!(
         answers[0].starts_with(&streamed),
         "{:?} vs {streamed:?}",
         answers[0]
+    );
+    assert!(!out.contains("<|assistant_end|>"), "{out}");
+    // `-p`: the one answer, without the interactive banner.
+    let out = session(&base, &["-t", "0", "-p", "Good morrow"], "");
+    assert!(out.starts_with("\nAssistant: "), "{out}");
+    assert_eq!(
+        out.split("\nAssistant: ").nth(1).unwrap().trim_end(),
+        answers[0]
+    );
+    assert!(
+        !out.contains("Interactive") && !out.contains("<|assistant_end|>"),
+        "{out}"
     );
     std::fs::remove_dir_all(&base).unwrap();
 }
@@ -149,17 +163,53 @@ fn a_conversation_longer_than_the_context_drops_its_oldest_turns() {
 }
 
 #[test]
+fn temperatures_and_top_k_out_of_range_are_refused_at_the_flag() {
+    let parse = |flags: &[&str]| {
+        let argv = ["chat", "-i", "base"].iter().chain(flags);
+        flags::try_parse_from::<ChatCli>(argv)
+            .map(|cli| cli.args)
+            .map_err(|e| e.to_string())
+    };
+    for t in ["nan", "NaN", "-1", "inf", "2.5", "50", "warm"] {
+        let e = parse(&["-t", t])
+            .err()
+            .unwrap_or_else(|| panic!("-t {t} was taken"));
+        assert!(
+            e.contains("the temperature must be a number from 0 to 2"),
+            "-t {t}: {e}"
+        );
+    }
+    for k in ["201", "1000", "-1"] {
+        let e = parse(&["-k", k])
+            .err()
+            .unwrap_or_else(|| panic!("-k {k} was taken"));
+        assert!(
+            e.contains("top-k must be a whole number from 0 to 200"),
+            "-k {k}: {e}"
+        );
+    }
+    let args = parse(&["-t", "0", "-k", "0"]).unwrap();
+    assert_eq!((args.temperature, args.top_k), (0.0, 0));
+    assert_eq!(parse(&["-t", "2", "-k", "200"]).unwrap().temperature, 2.0);
+}
+
+#[test]
 fn fit_context_drops_whole_turns_from_the_oldest() {
     let (bos, user) = (0, 1);
     // bos, then turns [1, a, a], [1, b, b, b], [1, c]
     let mut conversation = vec![bos, user, 5, 5, user, 6, 6, 6, user, 7];
-    assert_eq!(fit_context(&mut conversation, user, 20), 0);
-    assert_eq!(fit_context(&mut conversation, user, 8), 1);
+    assert_eq!(fit_context(&mut conversation, user, 20, 1), 0);
+    assert_eq!(fit_context(&mut conversation, user, 8, 1), 1);
     assert_eq!(conversation, [bos, user, 6, 6, 6, user, 7]);
-    assert_eq!(fit_context(&mut conversation, user, 3), 1);
+    assert_eq!(fit_context(&mut conversation, user, 3, 1), 1);
     assert_eq!(conversation, [bos, user, 7]);
     // The turn being asked stays, even when it alone is too long.
-    assert_eq!(fit_context(&mut conversation, user, 2), 0);
+    assert_eq!(fit_context(&mut conversation, user, 2, 1), 0);
+    // Room for the answer: a turn goes as soon as the answer would not fit beside it.
+    let mut conversation = vec![bos, user, 5, 5, user, 6];
+    assert_eq!(fit_context(&mut conversation, user, 10, 4), 0);
+    assert_eq!(fit_context(&mut conversation, user, 10, 5), 1);
+    assert_eq!(conversation, [bos, user, 6]);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use nanochat::engine::Sampling;
-use nanochat::serve::{serve, stream_answer, ServeArgs};
+use nanochat::serve::{serve, serve_state, stream_answer, ServeArgs, ServerState};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -61,7 +61,12 @@ fn agent() -> ureq::Agent {
 
 /// POSTs `body` to /chat/completions: the status and the body.
 fn post(body: &str) -> (u16, String) {
-    let url = format!("http://{}/chat/completions", server());
+    post_to(server(), body)
+}
+
+/// [`post`] to the server at `address`.
+fn post_to(address: SocketAddr, body: &str) -> (u16, String) {
+    let url = format!("http://{address}/chat/completions");
     let mut response = agent()
         .post(&url)
         .header("Content-Type", "application/json")
@@ -69,6 +74,25 @@ fn post(body: &str) -> (u16, String) {
         .unwrap();
     let status = response.status().as_u16();
     (status, response.body_mut().read_to_string().unwrap())
+}
+
+/// GETs `path`: the status and the body.
+fn get(path: &str) -> (u16, String) {
+    let mut response = agent()
+        .get(&format!("http://{}{path}", server()))
+        .call()
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.body_mut().read_to_string().unwrap())
+}
+
+/// The `detail` of a refusal's JSON body.
+fn detail(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{body}: {e}"));
+    v["detail"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no detail: {body}"))
+        .to_string()
 }
 
 /// The events of a streamed answer.
@@ -146,7 +170,144 @@ fn bad_requests_get_a_clear_4xx() {
         r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#,
         "y".repeat(300_000)
     );
-    assert_eq!(post(&huge).0, 413);
+    let (status, text) = post(&huge);
+    assert_eq!(status, 413, "{text}");
+    assert!(detail(&text).contains("length limit"), "{text}");
+    // Every refusal is JSON with a detail, a page that is not there and a wrong method too.
+    let (status, text) = get("/nope");
+    assert_eq!(status, 404, "{text}");
+    assert!(detail(&text).contains("No such page"), "{text}");
+    let (status, text) = get("/chat/completions");
+    assert_eq!(status, 405, "{text}");
+    assert!(detail(&text).contains("POST /chat/completions"), "{text}");
+}
+
+#[test]
+fn old_turns_make_room_for_the_answer_and_the_page_hears_of_it() {
+    // The model reads 128 tokens and answers in up to 64: five long turns do not fit beside it.
+    let answer = "Ava buys 14 bags of 12 apples, so 14*12 = 168 apples.";
+    let turns: Vec<serde_json::Value> = (0..5)
+        .map(|i| {
+            let (role, content) = if i % 2 == 0 {
+                ("user", QUESTION)
+            } else {
+                ("assistant", answer)
+            };
+            serde_json::json!({"role": role, "content": content})
+        })
+        .collect();
+    let (status, body) = post(&serde_json::json!({ "messages": turns }).to_string());
+    assert_eq!(status, 200, "{body}");
+    let events = events(&body);
+    let dropped = events[0]["dropped"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!((1..=2).contains(&dropped), "{body}");
+    assert_eq!(events[0]["context"], 128, "{body}");
+    assert!(events.iter().all(|e| e.get("error").is_none()), "{body}");
+    assert_eq!(events.last().unwrap()["done"], true, "{body}");
+}
+
+/// An answer that panics: a stand-in for a bug in the engine.
+fn panics(
+    _: &nanochat::gpt::Gpt,
+    _: &nanochat::Tokenizer,
+    _: &[u32],
+    _: Sampling,
+    _: &mut dyn FnMut(String) -> bool,
+) -> Result<usize, String> {
+    panic!("a planted panic in the generation")
+}
+
+#[test]
+fn a_generation_that_panics_says_so_and_releases_its_slot() {
+    let tokenizer = common::arithmetic_tokenizer();
+    let config =
+        nanochat::gpt::GptConfig::from_depth(1, 64, 64, 128, tokenizer.vocab_size(), "L").unwrap();
+    let model = nanochat::gpt::Gpt::zeros(config).unwrap();
+    let args = ServeArgs {
+        max_concurrent: 1,
+        ..args()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let state = ServerState {
+            generate: panics,
+            ..ServerState::new(model, tokenizer, &args)
+        };
+        serve_state(state, &args, &mut |address| tx.send(address).unwrap()).unwrap();
+    });
+    let address = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    // One slot: were it kept by the first panic, the second request would wait forever.
+    for _ in 0..2 {
+        let (status, body) = post_to(address, &ask(QUESTION));
+        assert_eq!(status, 200, "{body}");
+        let events = events(&body);
+        assert!(
+            events[0]["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("a bug in the server"),
+            "{body}"
+        );
+        assert_eq!(events.last().unwrap()["done"], true, "{body}");
+    }
+    let mut response = agent()
+        .get(&format!("http://{address}/health"))
+        .call()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut v = v;
+    while (v["generating"].as_u64(), v["admitted"].as_u64()) != (Some(0), Some(0)) {
+        assert!(Instant::now() < deadline, "the slots leaked: {v}");
+        std::thread::sleep(Duration::from_millis(20));
+        let mut response = agent()
+            .get(&format!("http://{address}/health"))
+            .call()
+            .unwrap();
+        v = serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn temperatures_top_k_and_max_tokens_out_of_range_are_refused_at_the_flag() {
+    #[derive(clap::Parser)]
+    struct ServeCli {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+    let parse = |flags: &[&str]| {
+        let argv = ["serve", "-i", "sft"].iter().chain(flags);
+        flags::try_parse_from::<ServeCli>(argv)
+            .map(|cli| cli.args)
+            .map_err(|e| e.to_string())
+    };
+    for (flag, value, says) in [
+        ("-t", "nan", "temperature must be a number from 0 to 2"),
+        ("-t", "-1", "temperature must be a number from 0 to 2"),
+        ("-t", "inf", "temperature must be a number from 0 to 2"),
+        ("-t", "50", "temperature must be a number from 0 to 2"),
+        ("-k", "201", "top-k must be a whole number from 0 to 200"),
+        (
+            "-m",
+            "0",
+            "max-tokens must be a whole number from 1 to 4096",
+        ),
+        (
+            "-m",
+            "5000",
+            "max-tokens must be a whole number from 1 to 4096",
+        ),
+    ] {
+        let e = parse(&[flag, value])
+            .err()
+            .unwrap_or_else(|| panic!("{flag} {value} was taken"));
+        assert!(e.contains(says), "{flag} {value}: {e}");
+    }
+    let args = parse(&["-t", "0", "-k", "0", "-m", "1"]).unwrap();
+    assert_eq!((args.temperature, args.top_k, args.max_tokens), (0.0, 0, 1));
 }
 
 #[test]
