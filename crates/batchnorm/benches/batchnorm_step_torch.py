@@ -6,14 +6,15 @@ Prints the same lines as `cargo bench -p batchnorm --bench batchnorm_step`.
 """
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
-from makemore_lectures import BatchNorm1d, Linear, Tanh, read_words, splits, vocabulary  # noqa: E402
+from makemore_lectures import (  # noqa: E402
+    BatchNorm1d, Linear, Tanh, ms_per_step, read_words, sgd_step, splits, vocabulary,
+)
 
 WARMUP, STEPS = 200, 2000
 
@@ -23,12 +24,7 @@ stoi, _ = vocabulary(words)
 
 
 def timed(label, step):
-    for _ in range(WARMUP):
-        step()
-    start = time.perf_counter()
-    for _ in range(STEPS):
-        step()
-    print(f"{label}: {(time.perf_counter() - start) * 1e3 / STEPS:.4f} ms/step")
+    print(f"{label}: {ms_per_step(step, WARMUP, STEPS):.4f} ms/step")
 
 
 # Model A (part 3, cells 6-7)
@@ -57,11 +53,7 @@ def step_a():
         state["std"] = 0.999 * state["std"] + 0.001 * bnstdi
     logits = torch.tanh(hpreact) @ W2 + b2
     loss = F.cross_entropy(logits, Yb)
-    for p in params_a:
-        p.grad = None
-    loss.backward()
-    for p in params_a:
-        p.data += -0.1 * p.grad
+    sgd_step(params_a, loss, 0.1)
 
 
 timed("lecture 4 model A (torch)", step_a)
@@ -88,11 +80,7 @@ def step_b():
     for layer in layers:
         x = layer(x)
     loss = F.cross_entropy(x, Yb)
-    for p in params_b:
-        p.grad = None
-    loss.backward()
-    for p in params_b:
-        p.data += -0.1 * p.grad
+    sgd_step(params_b, loss, 0.1)
 
 
 timed("lecture 4 model B (torch)", step_b)

@@ -7,25 +7,19 @@ bench's FLOP count, the peak RSS, and a `bench-row` line for `cargo xtask
 bench`. Threads: ZTH_THREADS, else every core this process may use.
 Run: python crates/gpt/benches/full_step_torch.py [PATH/tinyshakespeare.txt] [--steps 3]
 """
-import argparse, os, resource, time
+import os
+import sys
+
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-ap = argparse.ArgumentParser()
-ap.add_argument("data", nargs="?",
-                default=os.path.join(os.environ.get("ZTH_DATA", "datasets"), "tinyshakespeare.txt"))
-ap.add_argument("--steps", type=int, default=3)
-ap.add_argument("--warmup", type=int, default=1)
-args = ap.parse_args()
-torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_bench import bench_args, peak_rss_mib, step_flops, step_times, train_split  # noqa: E402
 
+args = bench_args(steps=3, warmup=1)
 B, T, L, H, C, DROPOUT = 64, 256, 6, 6, 384, 0.2
-text = open(args.data, encoding="utf-8").read()
-chars = sorted(set(text))
-V = len(chars)
-stoi = {c: i for i, c in enumerate(chars)}
-data = torch.tensor([stoi[c] for c in text[: int(0.9 * len(text))]], dtype=torch.long)
+V, data = train_split(args.data)
 
 
 class Head(nn.Module):
@@ -74,24 +68,18 @@ torch.manual_seed(1337)
 model = GPTLanguageModel()
 n_params = sum(p.numel() for p in model.parameters())
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-times = []
-for i in range(args.warmup + args.steps):
-    ix = torch.randint(len(data) - T, (B,))
-    x = torch.stack([data[j:j + T] for j in ix])
-    y = torch.stack([data[j + 1:j + T + 1] for j in ix])
-    t0 = time.perf_counter()
-    # ZTH_DTYPE=bfloat16: the forward under torch.autocast("cpu", dtype=torch.bfloat16).
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=os.environ.get("ZTH_DTYPE") == "bfloat16"):
-        loss = model(x, y)
+
+
+def update(loss):
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
-    if i >= args.warmup:
-        times.append((time.perf_counter() - t0) * 1000)
-times.sort()
+
+
+times = step_times(model, update, data, B, T, args)
 median = times[len(times) // 2]
-flops = (6 * n_params + 12 * L * C * T) * B * T
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+flops = step_flops(n_params, L, C, B, T)
+rss = peak_rss_mib()
 print(f"torch full step: median {median:.0f} ms over {args.steps} steps, {flops / (median / 1000) / 1e9:.1f} GFLOP/s, "
       f"peak RSS {rss:.0f} MiB, {n_params} params, threads {torch.get_num_threads()}")
 print(f"bench-row gpt-full-step ms={median} gflop={flops / 1e9} rss_mib={rss}")

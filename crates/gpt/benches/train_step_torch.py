@@ -7,25 +7,19 @@ the same FLOP count as the Rust bench, and the peak RSS.
 Run: python crates/gpt/benches/train_step_torch.py [PATH/tinyshakespeare.txt] [--steps 20]
 (the default path is $ZTH_DATA/tinyshakespeare.txt, else datasets/tinyshakespeare.txt).
 """
-import argparse, os, resource, time
+import os
+import sys
+
 import torch
 import torch.nn as nn
 from torch.nn import functional as F
 
-ap = argparse.ArgumentParser()
-ap.add_argument("data", nargs="?",
-                default=os.path.join(os.environ.get("ZTH_DATA", "datasets"), "tinyshakespeare.txt"))
-ap.add_argument("--steps", type=int, default=20)
-ap.add_argument("--warmup", type=int, default=3)
-args = ap.parse_args()
-# As many threads as ours: ZTH_THREADS, else every core this process may use.
-torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_bench import bench_args, peak_rss_mib, step_flops, step_times, train_split  # noqa: E402
 
+args = bench_args(steps=20, warmup=3)
 B, T, L, H, C, V = 12, 64, 4, 4, 128, 65
-text = open(args.data, encoding="utf-8").read()
-chars = sorted(set(text))
-stoi = {c: i for i, c in enumerate(chars)}
-data = torch.tensor([stoi[c] for c in text[: int(0.9 * len(text))]], dtype=torch.long)
+_, data = train_split(args.data)
 
 
 class Attn(nn.Module):
@@ -78,25 +72,19 @@ decay = [p for p in model.parameters() if p.dim() >= 2]
 nodecay = [p for p in model.parameters() if p.dim() < 2]
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": nodecay, "weight_decay": 0.0}],
                         lr=1e-3, betas=(0.9, 0.99))
-times = []
-for i in range(args.warmup + args.steps):
-    ix = torch.randint(len(data) - T, (B,))
-    x = torch.stack([data[j:j + T] for j in ix])
-    y = torch.stack([data[j + 1:j + T + 1] for j in ix])
-    t0 = time.perf_counter()
-    # ZTH_DTYPE=bfloat16: the forward under torch.autocast("cpu", dtype=torch.bfloat16).
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=os.environ.get("ZTH_DTYPE") == "bfloat16"):
-        loss = model(x, y)
+
+
+def update(loss):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     opt.zero_grad(set_to_none=True)
-    if i >= args.warmup:
-        times.append((time.perf_counter() - t0) * 1000)
-times.sort()
+
+
+times = step_times(model, update, data, B, T, args)
 median = times[len(times) // 2]
-flops = (6 * n_params + 12 * L * C * T) * B * T
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+flops = step_flops(n_params, L, C, B, T)
+rss = peak_rss_mib()
 print(f"torch cpu step: median {median:.2f} ms, mean {sum(times)/len(times):.2f} ms over {args.steps} steps, "
       f"{flops / (median / 1000) / 1e9:.1f} GFLOP/s, peak RSS {rss:.0f} MiB, threads {torch.get_num_threads()}")
 print(f"bench-row gpt-cpu-step ms={median} gflop={flops / 1e9} rss_mib={rss}")

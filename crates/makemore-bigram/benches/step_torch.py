@@ -3,21 +3,19 @@
 Run: ZTH_DATA=path/to/datasets python step_torch.py  (cargo xtask bench does it)
 """
 import os
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-words = open(os.path.join(os.environ["ZTH_DATA"], "names.txt")).read().splitlines()
-stoi = {s: i + 1 for i, s in enumerate(sorted(set("".join(words))))}
-stoi["."] = 0
-xs, ys = [], []
-for w in words:
-    chs = ["."] + list(w) + ["."]
-    for a, b in zip(chs, chs[1:]):
-        xs.append(stoi[a])
-        ys.append(stoi[b])
-xs, ys = torch.tensor(xs), torch.tensor(ys)
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
+from makemore_lectures import bigrams, read_words, vocabulary  # noqa: E402
+
+words = read_words()
+stoi, _ = vocabulary(words)
+xs, ys = bigrams(words, stoi)
 num = xs.nelement()
 
 # As many threads as ours: ZTH_THREADS, else every core this process may use.

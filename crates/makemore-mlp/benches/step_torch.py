@@ -24,19 +24,13 @@ torch.set_num_threads(args.threads)
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
-from makemore_lectures import read_words, splits, vocabulary  # noqa: E402
+from makemore_lectures import mlp_logits, mlp_parameters, read_words, sgd_step, splits, vocabulary  # noqa: E402
 
 words = read_words()
 stoi, _ = vocabulary(words)
 (Xtr, Ytr), _, _ = splits(words, 3, stoi)
 
-g = torch.Generator().manual_seed(2147483647)
-C = torch.randn((27, 10), generator=g)
-W1 = torch.randn((30, 200), generator=g)
-b1 = torch.randn(200, generator=g)
-W2 = torch.randn((200, 27), generator=g)
-b2 = torch.randn(27, generator=g)
-parameters = [C, W1, b1, W2, b2]
+parameters = mlp_parameters()
 for p in parameters:
     p.requires_grad = True
 torch.manual_seed(42)
@@ -44,15 +38,8 @@ torch.manual_seed(42)
 
 def step(lr=0.1):
     ix = torch.randint(0, Xtr.shape[0], (32,))
-    emb = C[Xtr[ix]]
-    h = torch.tanh(emb.view(-1, 30) @ W1 + b1)
-    logits = h @ W2 + b2
-    loss = F.cross_entropy(logits, Ytr[ix])
-    for p in parameters:
-        p.grad = None
-    loss.backward()
-    for p in parameters:
-        p.data += -lr * p.grad
+    loss = F.cross_entropy(mlp_logits(parameters, Xtr[ix]), Ytr[ix])
+    sgd_step(parameters, loss, lr)
 
 
 for _ in range(args.warmup):

@@ -6,58 +6,31 @@ collector held off during each step, and compares with the Rust figures.
 --rust takes the JSON line that `cargo bench -p micrograd --bench moons -- --json`
 prints last; compare.sh runs both and prints the ratios. `cargo xtask bench`
 runs this script without --rust, after the Rust bench. The loop is demo.ipynb's,
-as in tests/fixtures/pip_micrograd_demo.py. The full 100 steps take about
-2 minutes as written.
+from tests/fixtures/moons_demo.py, which pip_micrograd_demo.py runs too. The
+full 100 steps take about 2 minutes as written.
 """
 import argparse
 import gc
 import json
 import os
-import random
 import statistics
 import sys
 import time
 
-import numpy as np
-
 try:
-    from micrograd.engine import Value
-    from micrograd.nn import MLP
+    import micrograd  # noqa: F401
 except ImportError:
     print("pip micrograd is not installed (pip install micrograd); skipping the Python side")
     sys.exit(0)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-with open(os.path.join(HERE, "..", "tests", "fixtures", "moons.json")) as f:
-    moons = json.load(f)
-X = np.array(moons["x"])
-y = np.array(moons["y"])
-
-
-def loss(model):
-    inputs = [list(map(Value, xrow)) for xrow in X]
-    scores = list(map(model, inputs))
-    losses = [(1 + -yi * scorei).relu() for yi, scorei in zip(y, scores)]
-    data_loss = sum(losses) * (1.0 / len(losses))
-    alpha = 1e-4
-    reg_loss = alpha * sum((p * p for p in model.parameters()))
-    return data_loss + reg_loss
-
-
-def step(model, k):
-    total_loss = loss(model)
-    model.zero_grad()
-    total_loss.backward()
-    learning_rate = 1.0 - 0.9 * k / 100
-    for p in model.parameters():
-        p.data -= learning_rate * p.grad
-    return total_loss.data
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "fixtures"))
+from moons_demo import demo_model, step  # noqa: E402
 
 
 def demo(steps, gc_off):
     """Returns (median step seconds, whole-run seconds, last loss)."""
-    random.seed(1337)
-    model = MLP(2, [16, 16, 1])
+    model = demo_model()
     gc.collect()
     times = []
     start = time.perf_counter()
@@ -65,7 +38,7 @@ def demo(steps, gc_off):
         if gc_off:
             gc.disable()
         t0 = time.perf_counter()
-        last = step(model, k)
+        last = step(model, k)[0].data
         times.append(time.perf_counter() - t0)
         if gc_off:
             # Every node sits in a reference cycle (out._backward holds out), so

@@ -6,9 +6,13 @@ Prints GFLOP/s (2·M·K·N per product) at 1 and 2 threads, best of several
 timed rounds, so the Rust figures can be read as a fraction of PyTorch's.
 """
 
-import time
+import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_matmul import best_seconds  # noqa: E402
 
 # (batch, M, K, N); batch 0 means a plain 2-D product.
 SHAPES = [(0, 32, 30, 200), (0, 256, 768, 768), (0, 256, 768, 3072), (0, 1024, 1024, 1024), (0, 768, 128, 384),
@@ -20,17 +24,7 @@ def gflops(batch, m, k, n, threads):
     lead = (batch,) if batch else ()
     a, b = torch.randn(*lead, m, k), torch.randn(*lead, k, n)
     flop = 2 * max(batch, 1) * m * k * n
-    # Enough calls per round for ~0.2 s, so timer overhead does not count.
-    reps = max(1, int(2e10 // flop))
-    for _ in range(3):
-        a @ b
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return flop / best / 1e9
+    return flop / best_seconds(a, b, flop, rounds=5) / 1e9
 
 
 print(f"torch {torch.__version__}, capability {torch.backends.cpu.get_cpu_capability()}")

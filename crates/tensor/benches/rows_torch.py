@@ -4,9 +4,12 @@ tensors, and 4096 tiny batched products (8x16 @ 16x8), best of 7 rounds, on ZTH_
 `cargo xtask bench`."""
 
 import os
-import time
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_matmul import best_seconds  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
 ROWS = (
@@ -20,15 +23,7 @@ for name, batch, m, k, n in ROWS:
     if name == "bf16-1024":
         a, b = a.bfloat16(), b.bfloat16()
     flop = 2 * batch * m * k * n
-    reps = max(1, int(2e10 // flop))
-    for _ in range(3):
-        a @ b
-    best = float("inf")
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        best = min(best, (time.perf_counter() - t0) / reps)
+    best = best_seconds(a, b, flop, rounds=7)
     ms, gflop = best * 1e3, flop / 1e9
     print(f"torch {name}: {ms:.4f} ms, {gflop / best:.1f} GFLOP/s, {torch.get_num_threads()} thread(s)")
     print(f"bench-row {name} ms={ms} gflop={gflop}")

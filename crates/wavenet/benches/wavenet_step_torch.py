@@ -6,7 +6,6 @@ Prints the same line as `cargo bench -p wavenet --bench wavenet_step`.
 """
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -17,7 +16,7 @@ torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "..", "data", "python"))
 from makemore_lectures import (  # noqa: E402
-    BatchNorm1d, Embedding, FlattenConsecutive, Linear, Tanh, read_words, splits, vocabulary,
+    BatchNorm1d, Embedding, FlattenConsecutive, Linear, Tanh, ms_per_step, read_words, sgd_step, splits, vocabulary,
 )
 
 words = read_words()
@@ -42,18 +41,9 @@ def step():
     x, Yb = Xtr[ix], Ytr[ix]
     for layer in layers:
         x = layer(x)
-    loss = F.cross_entropy(x, Yb)
-    for p in parameters:
-        p.grad = None
-    loss.backward()
-    for p in parameters:
-        p.data += -0.1 * p.grad
+    sgd_step(parameters, F.cross_entropy(x, Yb), 0.1)
 
 
-for _ in range(WARMUP):
-    step()
-start = time.perf_counter()
-for _ in range(STEPS):
-    step()
-print(f"lecture 6 wavenet (torch): {(time.perf_counter() - start) * 1e3 / STEPS:.4f} ms/step")
-print(f"bench-row wavenet-step ms={(time.perf_counter() - start) * 1e3 / STEPS}")
+ms = ms_per_step(step, WARMUP, STEPS)
+print(f"lecture 6 wavenet (torch): {ms:.4f} ms/step")
+print(f"bench-row wavenet-step ms={ms}")
