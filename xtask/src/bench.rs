@@ -557,6 +557,11 @@ fn reference_scripts(benches: &Path) -> Result<Vec<PathBuf>, String> {
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        // `_name.py` is a module the scripts beside it import, not one to run.
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('_'))
+        })
         .collect();
     scripts.sort();
     Ok(scripts)

@@ -15,7 +15,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_bench import bench_args, peak_rss_mib, step_flops, step_times, train_split  # noqa: E402
+from _torch_bench import bench_args, peak_rss_mib, step_flops, step_times, train_split  # noqa: E402
 
 args = bench_args(steps=3, warmup=1)
 B, T, L, H, C, DROPOUT = 64, 256, 6, 6, 384, 0.2

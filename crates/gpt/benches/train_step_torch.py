@@ -15,7 +15,7 @@ import torch.nn as nn
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_bench import bench_args, peak_rss_mib, step_flops, step_times, train_split  # noqa: E402
+from _torch_bench import bench_args, peak_rss_mib, step_flops, step_times, train_split  # noqa: E402
 
 args = bench_args(steps=20, warmup=3)
 B, T, L, H, C, V = 12, 64, 4, 4, 128, 65

@@ -12,7 +12,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_matmul import best_seconds  # noqa: E402
+from _torch_matmul import best_seconds  # noqa: E402
 
 # (batch, M, K, N); batch 0 means a plain 2-D product.
 SHAPES = [(0, 32, 30, 200), (0, 256, 768, 768), (0, 256, 768, 3072), (0, 1024, 1024, 1024), (0, 768, 128, 384),

@@ -9,7 +9,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_matmul import best_seconds  # noqa: E402
+from _torch_matmul import best_seconds  # noqa: E402
 
 torch.set_num_threads(int(os.environ.get("ZTH_THREADS", len(os.sched_getaffinity(0)))))
 ROWS = (
