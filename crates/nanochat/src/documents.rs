@@ -138,6 +138,24 @@ pub fn read_documents(path: &Path) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// What tok_train.py trains the tokenizer on: a folder of nanochat's parquet shards gives the
+/// documents of its train shards (`parquets_iter_batched(split="train")`: every shard but the
+/// last, which is val); any other path, [`read_documents`].
+pub fn tokenizer_documents(path: &Path) -> Result<Vec<String>, String> {
+    use crate::dataloader::DocumentSource;
+    if !path.is_dir() || crate::shards::list_parquet_files(path)?.is_empty() {
+        return read_documents(path);
+    }
+    let (mut train, _val) = crate::shards::ParquetShards::train_val(path)?;
+    let mut documents = Vec::new();
+    for file in 0..train.num_files() {
+        for group in 0..train.num_row_groups(file)? {
+            documents.extend(train.read_row_group(file, group)?);
+        }
+    }
+    Ok(documents)
+}
+
 /// Documents per row group when text files stand in for parquet shards (a resumed run restarts
 /// at a row group, so this is also how finely a run resumes).
 pub const DOCUMENTS_PER_ROW_GROUP: usize = 1024;

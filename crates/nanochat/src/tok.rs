@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use nanochat::documents::read_documents;
+use nanochat::documents::tokenizer_documents;
 use nanochat::tokenizer::{text_iterator, Tokenizer};
 use report::thousands;
 
@@ -20,14 +20,16 @@ pub struct TrainArgs {
     /// Vocabulary size, the 9 special tokens included.
     #[arg(long, default_value_t = 32768)]
     vocab_size: usize,
-    /// The text: a file (documents between blank lines), a .jsonl file of {"text": …}, or a
-    /// folder of them. Default: the base folder's base_data.
+    /// The text: a file (documents between blank lines), a .jsonl file of {"text": …}, a
+    /// folder of them, or a folder of nanochat's parquet shards (its train shards, as
+    /// tok_train.py). Default: the base folder's base_data_climbmix, where `nanochat data` and
+    /// nanochat's dataset.py put the shards.
     #[arg(long)]
     input: Option<PathBuf>,
 }
 
 fn input_or_default(input: Option<PathBuf>) -> PathBuf {
-    input.unwrap_or_else(|| nanochat::base_dir().join("base_data"))
+    input.unwrap_or_else(|| nanochat::base_dir().join("base_data_climbmix"))
 }
 
 /// tok_train.py's "Quick inline sanity check".
@@ -42,7 +44,7 @@ pub fn train(args: TrainArgs) -> Result<(), String> {
     println!("doc_cap: {}", thousands(args.doc_cap));
     println!("vocab_size: {}", thousands(args.vocab_size));
     let input = input_or_default(args.input);
-    let documents = read_documents(&input)?;
+    let documents = tokenizer_documents(&input)?;
     let docs = text_iterator(
         documents.iter().map(String::as_str),
         args.doc_cap,

@@ -1,6 +1,7 @@
 //! nanochat's parquet shards read with the `parquet` crate: every row group's texts equal to
 //! what pyarrow reads back (`tests/fixtures/shards/make_shards.py`), the last shard as val, a
-//! damaged shard refused naming the file, and base-train running on shards.
+//! damaged shard refused naming the file, tok-train reading the train shards, and base-train
+//! running on shards.
 
 use nanochat::dataloader::DocumentSource;
 use nanochat::shards::{list_parquet_files, ParquetShards};
@@ -34,6 +35,17 @@ fn every_row_group_reads_as_pyarrow_reads_it() {
     let (mut train, mut val) = ParquetShards::train_val(&fixtures()).unwrap();
     assert_eq!(read_all(&mut train).unwrap(), expected[..2]);
     assert_eq!(read_all(&mut val).unwrap(), expected[2..]);
+}
+
+#[test]
+fn tok_train_reads_the_train_shards_of_a_shards_folder() {
+    // tok_train.py's parquets_iter_batched(split="train"): shards 0 and 1, not the val shard.
+    let expected: Vec<Vec<Vec<String>>> =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("expected.json")).unwrap())
+            .unwrap();
+    let train: Vec<String> = expected[..2].iter().flatten().flatten().cloned().collect();
+    let documents = nanochat::documents::tokenizer_documents(&fixtures()).unwrap();
+    assert_eq!(documents, train);
 }
 
 fn temp_dir(name: &str) -> PathBuf {
