@@ -1,7 +1,8 @@
 //! `nanochat serve` on loopback, with a model trained here to answer arithmetic with the
 //! calculator: bad requests get a clear 4xx; 20 concurrent conversations are each answered,
 //! none lost; a client that disconnects stops its generation; and in headless Chromium the page
-//! streams an answer with the calculator's call and result shown.
+//! streams an answer with the calculator's call and result shown, and says so when old turns
+//! are dropped.
 
 mod common;
 
@@ -648,6 +649,34 @@ fn in_chromium_the_page_streams_an_answer_and_shows_the_calculator() {
         let png = base64_decode(shot["data"].as_str().unwrap());
         std::fs::write(path, png).unwrap();
     }
+    // The question again: the first turn no longer fits beside the answer's room (the model
+    // reads 128 tokens), and the page says so above the new answer.
+    assert_eq!(chromium.evaluate(&session, &typed), "streaming");
+    while chromium.evaluate(&session, "document.body.dataset.state") != "done" {
+        assert!(
+            Instant::now() < deadline,
+            "the second answer never finished"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let note = chromium.evaluate(
+        &session,
+        "[...document.querySelectorAll('.message.note')].map(e => e.textContent).join('|')",
+    );
+    let note = note.as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("(The conversation outgrew the model's 128 tokens: the oldest ")
+            && note.ends_with(" dropped.)"),
+        "{note:?}"
+    );
+    let order = chromium.evaluate(
+        &session,
+        "[...document.querySelectorAll('.message')].map(e => e.className).join(',')",
+    );
+    assert_eq!(
+        order,
+        "message user,message assistant,message user,message note,message assistant"
+    );
 }
 
 /// Standard base64, as the DevTools protocol sends screenshots.
