@@ -24,12 +24,22 @@ pub enum DownloadError {
         status: u16,
     },
     /// No answer, or not all of it: DNS, refused connection, TLS, timeout,
-    /// dropped connection, fewer bytes than announced.
+    /// dropped connection.
     Network {
         /// What was asked for.
         url: String,
         /// What went wrong.
         error: String,
+    },
+    /// The answer ended before the size the server announced; the part file
+    /// stays, to be resumed.
+    Short {
+        /// What was asked for.
+        url: String,
+        /// Bytes in the part file.
+        written: u64,
+        /// Bytes announced.
+        total: u64,
     },
     /// The bytes arrived but their SHA-256 is not the one expected.
     Checksum {
@@ -56,6 +66,14 @@ impl fmt::Display for DownloadError {
             DownloadError::Network { url, error } => write!(
                 f,
                 "could not download {url}: {error} (is this machine offline?)"
+            ),
+            DownloadError::Short {
+                url,
+                written,
+                total,
+            } => write!(
+                f,
+                "{url}: {written} bytes arrived of the {total} announced; the download will resume"
             ),
             DownloadError::Checksum {
                 url,
@@ -184,9 +202,11 @@ pub fn fetch_resuming(url: &str, part: &Path, name: &str) -> Result<(), Download
     outcome?;
     out.sync_all().map_err(io)?;
     match total {
-        Some(total) if written != total => Err(network(format!(
-            "{written} bytes arrived of the {total} announced; the download will resume"
-        ))),
+        Some(total) if written != total => Err(DownloadError::Short {
+            url: url.to_string(),
+            written,
+            total,
+        }),
         _ => Ok(()),
     }
 }
