@@ -57,6 +57,7 @@ pub mod kv_cache;
 pub mod loss_eval;
 pub mod optim;
 pub mod pickle;
+pub mod pt;
 pub mod run_files;
 pub mod serve;
 pub mod shards;

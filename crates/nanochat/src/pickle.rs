@@ -1,10 +1,15 @@
-//! nanochat's `tokenizer.pkl`: a tiktoken `Encoding` as Python's `pickle.dump` writes it.
+//! Python's pickles as nanochat writes them: `tokenizer.pkl` (a tiktoken `Encoding`) and the
+//! `data.pkl` inside a `torch.save` archive (a `state_dict`, see [`crate::pt`]).
 //!
 //! tiktoken pickles an `Encoding` as its class (`tiktoken.core.Encoding`) and a state dict with
 //! four keys: `name`, `pat_str`, `mergeable_ranks` (token bytes -> rank) and `special_tokens`
 //! (name -> id). [`dumps`] writes the bytes CPython 3.11's C pickler writes at its default
 //! protocol (4), frames and batches included, so a file we save is the file nanochat would
 //! save; [`loads`] runs the small part of the pickle machine such a file needs.
+//!
+//! The machine ([`run`]) builds values and never calls anything: a class or function the pickle
+//! names is only a name, and a name outside the caller's short list is refused, so a hostile
+//! pickle (`os.system`, `builtins.eval`) is an error, not a call.
 
 use std::collections::HashMap;
 
@@ -58,6 +63,10 @@ const TUPLE3: u8 = 0x87;
 const NONE: u8 = b'N';
 const NEWTRUE: u8 = 0x88;
 const NEWFALSE: u8 = 0x89;
+const BINFLOAT: u8 = b'G';
+const APPEND: u8 = b'a';
+const APPENDS: u8 = b'e';
+const BINPERSID: u8 = b'Q';
 
 /// CPython's `_FRAME_SIZE_TARGET` and the batch size of `SETITEMS`.
 const FRAME_SIZE_TARGET: usize = 64 * 1024;
@@ -213,22 +222,35 @@ pub fn dumps(state: &EncodingState) -> Vec<u8> {
     p.out
 }
 
-/// A value on the pickle machine's stack (some are only held, never read back).
-#[derive(Debug, Clone)]
-#[allow(dead_code)]
-enum Value {
+/// A value on the pickle machine's stack.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// MARK: where a TUPLE's or a SETITEMS' items begin (never left in a result).
     Mark,
+    /// `None`.
     None,
+    /// `True` or `False`.
     Bool(bool),
+    /// An `int` (up to 64 bits).
     Int(i64),
+    /// A `float`.
+    Float(f64),
+    /// A `str`.
     Str(String),
+    /// A `bytes`.
     Bytes(Vec<u8>),
+    /// A `tuple`.
     Tuple(Vec<Value>),
+    /// A `list`.
     List(Vec<Value>),
+    /// A `dict` (or `collections.OrderedDict`), its items in order.
     Dict(Vec<(Value, Value)>),
+    /// A class or function by name: `(module, name)`.
     Global(String, String),
-    /// `cls.__new__(cls, *args)`, then BUILD's state.
-    Object(Box<Value>, Option<Box<Value>>),
+    /// A persistent id (BINPERSID): `torch.save` refers to a tensor's storage this way.
+    PersistentId(Box<Value>),
+    /// `cls(*args)` (REDUCE) or `cls.__new__(cls, *args)` (NEWOBJ), then BUILD's state.
+    Object(Box<Value>, Box<Value>, Option<Box<Value>>),
 }
 
 struct Reader<'a> {
@@ -289,6 +311,16 @@ fn pop_mark(stack: &mut Vec<Value>) -> Result<Vec<Value>, String> {
     Ok(items)
 }
 
+fn append(stack: &mut [Value], items: Vec<Value>) -> Result<(), String> {
+    match stack.last_mut() {
+        Some(Value::List(l)) => {
+            l.extend(items);
+            Ok(())
+        }
+        _ => Err("APPEND on something that is not a list".into()),
+    }
+}
+
 fn set_items(stack: &mut [Value], items: Vec<Value>) -> Result<(), String> {
     if !items.len().is_multiple_of(2) {
         return Err("a dict update with an odd number of items".into());
@@ -303,8 +335,11 @@ fn set_items(stack: &mut [Value], items: Vec<Value>) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the pickle machine over `data` and returns the object left by STOP.
-fn run(data: &[u8]) -> Result<Value, String> {
+/// Runs the pickle machine over `data` and returns the object left by STOP. A GLOBAL outside
+/// `globals` is refused, naming it and `what` (what the pickle should have held).
+/// `collections.OrderedDict()` becomes a [`Value::Dict`] (its BUILD, the `_metadata` a
+/// `state_dict` carries, is dropped).
+pub fn run(data: &[u8], globals: &[(&str, &str)], what: &str) -> Result<Value, String> {
     let mut r = Reader { data, at: 0 };
     let mut stack: Vec<Value> = Vec::new();
     let mut memo: HashMap<u64, Value> = HashMap::new();
@@ -339,6 +374,21 @@ fn run(data: &[u8]) -> Result<Value, String> {
             SETITEMS => {
                 let items = pop_mark(&mut stack)?;
                 set_items(&mut stack, items)?;
+            }
+            APPEND => {
+                let v = pop(&mut stack)?;
+                append(&mut stack, vec![v])?;
+            }
+            APPENDS => {
+                let items = pop_mark(&mut stack)?;
+                append(&mut stack, items)?;
+            }
+            BINFLOAT => stack.push(Value::Float(f64::from_bits(u64::from_be_bytes(
+                r.take(8)?.try_into().expect("8 bytes"),
+            )))),
+            BINPERSID => {
+                let id = pop(&mut stack)?;
+                stack.push(Value::PersistentId(Box::new(id)))
             }
             SHORT_BINUNICODE => {
                 let n = r.len(1)?;
@@ -398,33 +448,38 @@ fn run(data: &[u8]) -> Result<Value, String> {
                     .ok_or(format!("GET of memo {key}, never put"))?;
                 stack.push(v.clone())
             }
-            STACK_GLOBAL => {
-                let name = pop(&mut stack)?;
-                let module = pop(&mut stack)?;
-                match (module, name) {
-                    (Value::Str(m), Value::Str(n)) => stack.push(Value::Global(m, n)),
-                    _ => return Err("STACK_GLOBAL of something that is not a name".into()),
+            STACK_GLOBAL | GLOBAL => {
+                let (module, name) = if op == GLOBAL {
+                    (r.line()?, r.line()?)
+                } else {
+                    match (pop(&mut stack)?, pop(&mut stack)?) {
+                        (Value::Str(n), Value::Str(m)) => (m, n),
+                        _ => return Err("STACK_GLOBAL of something that is not a name".into()),
+                    }
+                };
+                if !globals.iter().any(|&(m, n)| m == module && n == name) {
+                    return Err(format!(
+                        "the pickle names {module}.{name} at byte {at}, which {what} never holds \
+                         (refused: unpickling it could run code)"
+                    ));
                 }
-            }
-            GLOBAL => {
-                let module = r.line()?;
-                let name = r.line()?;
                 stack.push(Value::Global(module, name))
             }
-            NEWOBJ => {
-                let _args = pop(&mut stack)?;
+            NEWOBJ | REDUCE => {
+                let args = pop(&mut stack)?;
                 let cls = pop(&mut stack)?;
-                stack.push(Value::Object(Box::new(cls), None))
-            }
-            REDUCE => {
-                let _args = pop(&mut stack)?;
-                let cls = pop(&mut stack)?;
-                stack.push(Value::Object(Box::new(cls), None))
+                let ordered_dict = Value::Global("collections".into(), "OrderedDict".into());
+                if cls == ordered_dict && args == Value::Tuple(Vec::new()) {
+                    stack.push(Value::Dict(Vec::new()));
+                } else {
+                    stack.push(Value::Object(Box::new(cls), Box::new(args), None))
+                }
             }
             BUILD => {
                 let state = pop(&mut stack)?;
                 match stack.last_mut() {
-                    Some(Value::Object(_, s)) => *s = Some(Box::new(state)),
+                    Some(Value::Object(_, _, s)) => *s = Some(Box::new(state)),
+                    Some(Value::Dict(_)) => {} // an OrderedDict's attributes
                     _ => return Err("BUILD on something that is not an object".into()),
                 }
             }
@@ -442,7 +497,7 @@ fn run(data: &[u8]) -> Result<Value, String> {
             }
             _ => {
                 return Err(format!(
-                    "opcode 0x{op:02x} at byte {at}, which a tiktoken Encoding never uses"
+                    "opcode 0x{op:02x} at byte {at}, which {what} never uses"
                 ))
             }
         }
@@ -459,7 +514,8 @@ fn id(v: &Value, what: &str) -> Result<u32, String> {
 /// Reads a pickled tiktoken `Encoding`. An encoding pickled by name (tiktoken pickles the ones
 /// it registers, "gpt2" or "cl100k_base", as just their name) is an error that says so.
 pub fn loads(data: &[u8]) -> Result<EncodingState, String> {
-    let Value::Object(cls, state) = run(data)? else {
+    let what = "a tiktoken Encoding";
+    let Value::Object(cls, _, state) = run(data, &[("tiktoken.core", "Encoding")], what)? else {
         return Err("the pickle holds no object (a tiktoken Encoding was expected)".into());
     };
     match *cls {
