@@ -43,7 +43,14 @@ pub struct GptConfig {
     /// Width of the residual stream.
     pub n_embd: usize,
     /// `L` (full context) and `S` (a quarter, rounded up to 128), tiled over the layers.
+    /// Checkpoints older than sliding windows have none: `L` (checkpoint_manager.py's
+    /// `_patch_missing_config_keys`).
+    #[serde(default = "full_context")]
     pub window_pattern: String,
+}
+
+fn full_context() -> String {
+    "L".into()
 }
 
 impl GptConfig {

@@ -65,6 +65,8 @@ pub fn train(args: TrainArgs) -> Result<(), String> {
     }
     let path = tokenizer.save(&nanochat::base_dir().join("tokenizer"))?;
     println!("Saved tokenizer encoding to {}", path.display());
+    let path = tokenizer.save_token_bytes(&nanochat::base_dir().join("tokenizer"))?;
+    println!("Saved token_bytes to {}", path.display());
     let back = tokenizer.decode(&tokenizer.encode(TEST_TEXT))?;
     if back != TEST_TEXT {
         return Err("the trained tokenizer does not decode its own encoding back".into());

@@ -8,6 +8,7 @@ use bpe::{Merges, RegexTokenizer, Splitter, NANOCHAT_SPLIT_PATTERN};
 use serde::{Deserialize, Serialize};
 
 use crate::pickle::{self, EncodingState};
+use crate::pt;
 
 /// nanochat's special tokens, given the ids after the trained vocabulary, in this order.
 pub const SPECIAL_TOKENS: [&str; 9] = [
@@ -177,6 +178,18 @@ impl Tokenizer {
         let path = dir.join("tokenizer.pkl");
         report::write_atomic(&path, &pickle::dumps(&self.state))
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// `tok_train.py`'s last step: [`Tokenizer::token_bytes`] as an int32 tensor, saved with
+    /// `torch.save` to `token_bytes.pt` in `dir` (nanochat's base_train.py and base_eval.py
+    /// stop without it).
+    pub fn save_token_bytes(&self, dir: &Path) -> Result<PathBuf, String> {
+        let path = dir.join("token_bytes.pt");
+        let counts: Vec<i32> = self.token_bytes().iter().map(|&b| b as i32).collect();
+        let tensor = pt::Obj::Tensor(pt::StoredTensor::i32(&[counts.len()], &counts));
+        let bytes = pt::save("archive", &tensor)?; // torch.save to a file object names it so
+        report::write_atomic(&path, &bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
 

@@ -1,5 +1,6 @@
 //! base_train.py's flags (`scripts/base_train.py`'s argparse at 92d63d4), with its defaults.
 
+use crate::checkpoint::Format;
 use clap::Args;
 
 /// base_train.py's flags, with its defaults; each also spelled with underscores.
@@ -98,4 +99,8 @@ pub struct BaseTrainArgs {
     /// folder of .txt, .md and .jsonl files; the last file is val (one file: its last tenth).
     #[arg(long, alias = "data")]
     pub input: Option<std::path::PathBuf>,
+    /// The checkpoint files (not a base_train.py flag): safetensors, or pt for nanochat's own
+    /// `torch.save` files, which its scripts load.
+    #[arg(long, value_enum, default_value_t = Format::Safetensors)]
+    pub format: Format,
 }

@@ -278,7 +278,11 @@ pub fn base_train(
                 saved.config
             ));
         }
-        if meta.corpus_sha256 != corpus_digest(&train) {
+        if meta
+            .corpus_sha256
+            .as_ref()
+            .is_some_and(|d| *d != corpus_digest(&train))
+        {
             return Err(format!(
                 "{}: the checkpoint of step {step} was trained on other documents than {}",
                 dir.display(),
@@ -306,12 +310,18 @@ pub fn base_train(
     ));
     plan.horizon(args, print0)?;
     let corpus_sha256 = corpus_digest(&train);
-    let mut run = BaseTrain::new(args, model, &plan, &tokenizer, train, None)?;
+    // nanochat's own checkpoints resume as base_train.py does: the loader restarts after the
+    // row group it stopped in. Ours replay the loader to the very batch (below).
+    let loader_resume = resumed
+        .as_ref()
+        .filter(|meta| meta.batches_drawn.is_none())
+        .map(|meta| meta.dataloader_state_dict);
+    let mut run = BaseTrain::new(args, model, &plan, &tokenizer, train, loader_resume)?;
     let (mut loop_state, mut val_bpb, mut losses, mut evals) = match &resumed {
         Some(meta) => {
             checkpoint::load_optimizer(&dir, meta.step, &run.model, &mut run.optimizer)?;
             // Replay the loader to the batch the saved run was about to train on.
-            while run.batches_drawn < meta.batches_drawn {
+            while run.batches_drawn < meta.batches_drawn.unwrap_or(0) {
                 run.next = run.loader.next_batch()?;
                 run.batches_drawn += 1;
             }
@@ -404,8 +414,8 @@ pub fn base_train(
             total_batch_size: plan.total_batch_size,
             dataloader_state_dict: run.next.2,
             loop_state: loop_state.clone(),
-            batches_drawn: run.batches_drawn,
-            corpus_sha256: corpus_sha256.clone(),
+            batches_drawn: Some(run.batches_drawn),
+            corpus_sha256: Some(corpus_sha256.clone()),
             losses: losses.clone(),
             evals: evals.clone(),
         };
@@ -414,7 +424,7 @@ pub fn base_train(
             && args.save_every > 0
             && step as i64 % args.save_every == 0;
         if last_step || periodic {
-            checkpoint::save(&dir, &meta, &run.model, &run.optimizer)?;
+            checkpoint::save(&dir, &meta, &run.model, &run.optimizer, args.format)?;
         }
         if last_step {
             break;

@@ -1,5 +1,6 @@
 //! chat_sft.py's flags (`scripts/chat_sft.py`'s argparse at 92d63d4), with its defaults.
 
+use crate::checkpoint::Format;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -98,4 +99,8 @@ pub struct SftArgs {
     /// Arithmetic word problems answered with the calculator; a fifth as many validate.
     #[arg(long, default_value_t = 4000)]
     pub arithmetic: usize,
+    /// The checkpoint files (not a chat_sft.py flag): safetensors, or pt for nanochat's own
+    /// `torch.save` files, which its chat_cli.py loads.
+    #[arg(long, value_enum, default_value_t = Format::Safetensors)]
+    pub format: Format,
 }

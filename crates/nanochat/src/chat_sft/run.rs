@@ -393,12 +393,12 @@ pub fn chat_sft(
                     epoch: run.batches.current_epoch,
                 },
                 loop_state: loop_state.clone(),
-                batches_drawn: 0,
-                corpus_sha256: String::new(),
+                batches_drawn: None,
+                corpus_sha256: None,
                 losses,
                 evals,
             };
-            checkpoint::save(&dir, &meta, &run.model, &run.optimizer)?;
+            checkpoint::save(&dir, &meta, &run.model, &run.optimizer, args.format)?;
             print0(format!("Peak memory usage: {:.2}MiB", 0.0));
             print0(format!(
                 "Total training time: {:.2}m",

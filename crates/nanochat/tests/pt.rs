@@ -1,0 +1,426 @@
+//! nanochat's own checkpoint files (`torch.save` archives), both ways, against nanochat itself
+//! (`tests/fixtures/pt/make_fixtures.py` at 92d63d4, depth 2, the 512-token tokenizer):
+//! - its float32 and bfloat16 checkpoints load here and give its logits within 1e-5 on a prompt,
+//!   and its greedy continuation token for token;
+//! - `base-train` resumed from its step-10 folder (optimizer state included) trains steps 10 to
+//!   19 with the losses of its own resume, within 1e-5;
+//! - the checkpoint `base-train --format pt` writes is the committed one, byte for byte, and
+//!   the logits nanochat computed after loading that file are ours;
+//! - checkpoint_manager.py's fixes for older files, and bad archives refused by name.
+
+use clap::Parser;
+use nanochat::base_train::run::base_train;
+use nanochat::base_train::BaseTrainArgs;
+use nanochat::checkpoint;
+use nanochat::gpt::Gpt;
+use nanochat::kv_cache::KvCache;
+use nanochat::pt::{self, Obj, StoredTensor};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: BaseTrainArgs,
+}
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pt")
+}
+
+fn expected() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixtures().join("expected.json")).unwrap())
+        .unwrap()
+}
+
+/// A fresh base folder holding the fixtures' 512-token tokenizer.
+fn base_folder(name: &str) -> PathBuf {
+    let base = std::env::temp_dir().join(format!("nanochat-pt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("tokenizer")).unwrap();
+    std::fs::copy(
+        fixtures().join("../tokenizer/shakespeare_512.pkl"),
+        base.join("tokenizer/tokenizer.pkl"),
+    )
+    .unwrap();
+    base
+}
+
+/// base_train.py's flags of the fixture's runs, on tiny Shakespeare, and `extra`.
+fn train(base: &Path, extra: &[&str]) -> checkpoint::Meta {
+    let shakespeare = data::path("tinyshakespeare.txt").unwrap_or_else(|e| panic!("{e}"));
+    let mut argv = vec!["base_train".to_string()];
+    for a in expected()["argv"].as_array().unwrap() {
+        argv.push(a.as_str().unwrap().to_string());
+    }
+    argv.push(format!("--input={}", shakespeare.display()));
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    let args = flags::try_parse_from::<Cli>(argv)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args;
+    base_train(&args, base, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .meta
+}
+
+fn logits(model: &Gpt, tokens: &[u32]) -> Vec<f32> {
+    let mut cache = KvCache::new(model.config.n_layer);
+    model
+        .forward_cached(tokens, 1, &mut cache)
+        .unwrap()
+        .to_vec() // (1, T, V)
+}
+
+/// `GPT.generate(tokens, n, temperature=0)`: the whole sequence again each step, the argmax
+/// (the first of equal values, as torch.argmax) taken.
+fn greedy(model: &Gpt, tokens: &[u32], n: usize) -> Vec<u32> {
+    let mut ids = tokens.to_vec();
+    let v = model.config.vocab_size;
+    for _ in 0..n {
+        let all = logits(model, &ids);
+        let last = &all[all.len() - v..];
+        let mut best = 0;
+        for (i, &x) in last.iter().enumerate() {
+            if x > last[best] {
+                best = i;
+            }
+        }
+        ids.push(best as u32);
+    }
+    ids[tokens.len()..].to_vec()
+}
+
+/// Our logits and greedy continuation of the fixture's prompt against what nanochat's
+/// `build_model` gave for the same checkpoint.
+fn check_against_nanochat(model: &Gpt, theirs: &Value, what: &str) {
+    let numbers = |v: &Value| -> Vec<f64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let tokens: Vec<u32> = numbers(&theirs["tokens"])
+        .iter()
+        .map(|&t| t as u32)
+        .collect();
+    let ours = logits(model, &tokens);
+    let v = model.config.vocab_size;
+    let at: Vec<usize> = numbers(&theirs["logits_at"])
+        .iter()
+        .map(|&i| i as usize)
+        .collect();
+    let mut worst = 0f64;
+    for (t, row) in theirs["logits"].as_array().unwrap().iter().enumerate() {
+        for (&i, want) in at.iter().zip(numbers(row)) {
+            worst = worst.max((ours[t * v + i] as f64 - want).abs());
+        }
+    }
+    let last = &ours[(tokens.len() - 1) * v..];
+    for (o, want) in last.iter().zip(numbers(&theirs["last_logits"])) {
+        worst = worst.max((*o as f64 - want).abs());
+    }
+    assert!(
+        worst <= 1e-5,
+        "{what}: logits differ from nanochat's by {worst:e}"
+    );
+    let want: Vec<u32> = numbers(&theirs["greedy"])
+        .iter()
+        .map(|&t| t as u32)
+        .collect();
+    assert_eq!(
+        greedy(model, &tokens, want.len()),
+        want,
+        "{what}: greedy continuation"
+    );
+}
+
+#[test]
+fn nanochats_checkpoints_give_its_logits_and_greedy_continuation() {
+    let expected = expected();
+    for (tag, step) in [("f32", 10), ("bf16", 2)] {
+        let (model, meta) = checkpoint::load_model(&fixtures().join(tag), step).unwrap();
+        assert_eq!(meta.step, step);
+        assert_eq!(
+            meta.batches_drawn, None,
+            "nanochat's metadata has no batches_drawn"
+        );
+        check_against_nanochat(&model, &expected[tag], tag);
+    }
+}
+
+#[test]
+fn resumed_from_nanochats_optimizer_state_the_losses_are_its_resumes() {
+    let base = base_folder("resume");
+    let dir = base.join("base_checkpoints/f32");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in [
+        "model_000010.pt",
+        "optim_000010_rank0.pt",
+        "meta_000010.json",
+    ] {
+        std::fs::copy(fixtures().join("f32").join(file), dir.join(file)).unwrap();
+    }
+    let meta = train(
+        &base,
+        &[
+            "--num-iterations=20",
+            "--model-tag=f32",
+            "--resume-from-step=10",
+        ],
+    );
+    let theirs: Vec<f64> = expected()["resumed_losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    let ours: Vec<(usize, f32)> = meta.losses.clone();
+    assert_eq!(ours.len(), theirs.len(), "{ours:?}");
+    for ((step, o), t) in ours.iter().zip(&theirs) {
+        assert!(
+            (*o as f64 - t).abs() <= 1e-5,
+            "step {step}: loss {o}, nanochat's resume {t}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn our_pt_checkpoint_is_the_committed_one_and_gives_the_logits_nanochat_read_from_it() {
+    let expected = expected();
+    let base = base_folder("ours");
+    train(
+        &base,
+        &["--num-iterations=10", "--model-tag=ours", "--format=pt"],
+    );
+    let dir = base.join("base_checkpoints/ours");
+    let written = std::fs::read(dir.join("model_000010.pt")).unwrap();
+    let committed = std::fs::read(fixtures().join("ours/model_000010.pt")).unwrap();
+    assert!(
+        written == committed,
+        "base-train --format pt no longer writes tests/fixtures/pt/ours/model_000010.pt \
+         (make it again, with expected.json's ours_command, and rerun make_fixtures.py)"
+    );
+    let (model, _) = checkpoint::load_model(&fixtures().join("ours"), 10).unwrap();
+    check_against_nanochat(&model, &expected["ours"], "ours");
+
+    // The optimizer file reads back into the state the safetensors file holds.
+    train(&base, &["--num-iterations=10", "--model-tag=st"]);
+    let st = base.join("base_checkpoints/st");
+    let mut from_pt = model.setup_optimizer(0.0, 0.0, 0.0, 0.0, 0.0);
+    let mut from_st = from_pt.clone();
+    checkpoint::load_optimizer(&dir, 10, &model, &mut from_pt).unwrap();
+    checkpoint::load_optimizer(&st, 10, &model, &mut from_st).unwrap();
+    assert!(
+        from_pt.adam.iter().flatten().count() == 8 && from_pt.muon.iter().flatten().count() == 13
+    );
+    for (a, b) in from_pt.adam.iter().zip(&from_st.adam) {
+        let key = |s: &Option<nanochat::optim::AdamState>| {
+            s.as_ref()
+                .map(|s| (s.step, s.exp_avg.clone(), s.exp_avg_sq.clone()))
+        };
+        assert_eq!(key(a), key(b));
+    }
+    for (a, b) in from_pt.muon.iter().zip(&from_st.muon) {
+        let key = |s: &Option<nanochat::optim::MuonState>| {
+            s.as_ref()
+                .map(|s| (s.momentum_buffer.clone(), s.second_momentum_buffer.clone()))
+        };
+        assert_eq!(key(a), key(b));
+    }
+    assert_eq!(from_pt.groups, from_st.groups);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn token_bytes_pt_is_tok_trains_both_ways() {
+    let dir = base_folder("token-bytes").join("tokenizer");
+    let tokenizer = nanochat::Tokenizer::from_directory(&dir).unwrap();
+    let ours = std::fs::read(tokenizer.save_token_bytes(&dir).unwrap()).unwrap();
+    let theirs = std::fs::read(fixtures().join("token_bytes.pt")).unwrap();
+    let counts: Vec<i32> = tokenizer.token_bytes().iter().map(|&b| b as i32).collect();
+    let tensor = Obj::Tensor(StoredTensor::i32(&[512], &counts));
+    assert_eq!(
+        pt::load(&theirs).unwrap(),
+        tensor,
+        "tok_train.py's token_bytes.pt"
+    );
+    assert!(
+        ours == std::fs::read(fixtures().join("ours/token_bytes.pt")).unwrap(),
+        "save_token_bytes no longer writes tests/fixtures/pt/ours/token_bytes.pt"
+    );
+    let read_by_torch: Vec<i32> = expected()["ours_token_bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap() as i32)
+        .collect();
+    assert_eq!(read_by_torch, counts, "torch.load of ours");
+    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// A copy of the f32 fixture's step 10 in a fresh folder, the model's state_dict changed by
+/// `edit` and the metadata by `edit_meta`.
+fn edited(
+    name: &str,
+    edit: impl FnOnce(&mut Vec<(Obj, Obj)>),
+    edit_meta: impl FnOnce(&mut Value),
+) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nanochat-pt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let bytes = std::fs::read(fixtures().join("f32/model_000010.pt")).unwrap();
+    let Obj::Dict(mut items) = pt::load(&bytes).unwrap() else {
+        panic!("a state_dict")
+    };
+    edit(&mut items);
+    let bytes = pt::save("model_000010", &Obj::OrderedDict(items)).unwrap();
+    std::fs::write(dir.join("model_000010.pt"), bytes).unwrap();
+    let text = std::fs::read_to_string(fixtures().join("f32/meta_000010.json")).unwrap();
+    let mut meta: Value = serde_json::from_str(&text.replace("Infinity", "null")).unwrap();
+    edit_meta(&mut meta);
+    std::fs::write(dir.join("meta_000010.json"), meta.to_string()).unwrap();
+    dir
+}
+
+fn name_of(k: &Obj) -> &str {
+    match k {
+        Obj::Str(s) => s,
+        _ => panic!("a name"),
+    }
+}
+
+#[test]
+fn older_and_compiled_checkpoints_are_patched_as_checkpoint_manager_does() {
+    let (original, _) = checkpoint::load_model(&fixtures().join("f32"), 10).unwrap();
+    let dir = edited(
+        "patched",
+        |items| {
+            items.retain(|(k, _)| !matches!(name_of(k), "resid_lambdas" | "x0_lambdas"));
+            for (k, _) in items.iter_mut() {
+                *k = Obj::Str(format!("_orig_mod.{}", name_of(k)));
+            }
+        },
+        |meta| {
+            meta["model_config"]
+                .as_object_mut()
+                .unwrap()
+                .remove("window_pattern");
+        },
+    );
+    let (patched, meta) = checkpoint::load_model(&dir, 10).unwrap();
+    assert_eq!(meta.model_config.window_pattern, "L");
+    for ((_, p), (_, q)) in patched.params.iter().zip(original.params.iter()) {
+        match p.name.as_str() {
+            "resid_lambdas" => assert_eq!(p.value.to_vec(), vec![1.0; 2]),
+            "x0_lambdas" => assert_eq!(p.value.to_vec(), vec![0.0; 2]),
+            _ => assert_eq!(p.value.to_vec(), q.value.to_vec(), "{}", p.name),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The error of loading `dir`'s step 10, which must name the file.
+fn refusal(dir: &Path) -> String {
+    let err = checkpoint::load_model(dir, 10).map(|_| ()).unwrap_err();
+    assert!(err.contains("model_000010.pt"), "{err}");
+    err
+}
+
+#[test]
+fn bad_archives_are_refused_by_name() {
+    // Truncated: the zip's directory is at its end.
+    let dir = edited("truncated", |_| {}, |_| {});
+    let bytes = std::fs::read(dir.join("model_000010.pt")).unwrap();
+    std::fs::write(dir.join("model_000010.pt"), &bytes[..bytes.len() / 2]).unwrap();
+    assert!(refusal(&dir).contains("not a torch.save archive"));
+
+    // A weight stored as int64.
+    let dir = edited(
+        "dtype",
+        |items| {
+            let wte = items
+                .iter_mut()
+                .find(|(k, _)| name_of(k) == "transformer.wte.weight");
+            let Some((_, Obj::Tensor(t))) = wte else {
+                panic!("wte")
+            };
+            *t = StoredTensor {
+                dtype: pt::Dtype::I64,
+                shape: t.shape.clone(),
+                data: vec![0; t.numel() * 8],
+            };
+        },
+        |_| {},
+    );
+    assert!(refusal(&dir).contains("transformer.wte.weight is int64"));
+
+    // A shape that is not the config's.
+    let dir = edited(
+        "shape",
+        |items| {
+            let head = items
+                .iter_mut()
+                .find(|(k, _)| name_of(k) == "lm_head.weight");
+            let Some((_, Obj::Tensor(t))) = head else {
+                panic!("lm_head")
+            };
+            *t = StoredTensor::f32(&[511, 32], &vec![0.0; 511 * 32]);
+        },
+        |_| {},
+    );
+    assert!(refusal(&dir).contains("lm_head.weight has the shape [511, 32]"));
+
+    // A key the model has not, and one it lacks.
+    let dir = edited(
+        "keys",
+        |items| {
+            for (k, _) in items
+                .iter_mut()
+                .filter(|(k, _)| name_of(k) == "smear_gate.weight")
+            {
+                *k = Obj::Str("smear_gate.bias".into());
+            }
+        },
+        |_| {},
+    );
+    assert!(refusal(&dir).contains("lacks smear_gate.weight"));
+
+    // Hostile pickles: a call of os.system, and INST, an opcode torch.save never writes.
+    for (what, pickle, says) in [
+        (
+            "global",
+            &b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00echo\x85R."[..],
+            "names os.system",
+        ),
+        ("inst", &b"\x80\x02(ios\nsystem\n."[..], "opcode 0x69"),
+    ] {
+        let dir = edited(what, |_| {}, |_| {});
+        let bytes = pt::archive("model_000010", pickle, &[]).unwrap();
+        std::fs::write(dir.join("model_000010.pt"), bytes).unwrap();
+        let err = refusal(&dir);
+        assert!(err.contains(says), "{what}: {err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    // An optimizer sharded over two ranks.
+    let dir = edited("sharded", |_| {}, |_| {});
+    for r in 0..2 {
+        std::fs::copy(
+            fixtures().join("f32/optim_000010_rank0.pt"),
+            dir.join(format!("optim_000010_rank{r}.pt")),
+        )
+        .unwrap();
+    }
+    let (model, _) = checkpoint::load_model(&dir, 10).unwrap();
+    let mut optimizer = model.setup_optimizer(0.0, 0.0, 0.0, 0.0, 0.0);
+    let err = checkpoint::load_optimizer(&dir, 10, &model, &mut optimizer).unwrap_err();
+    assert!(err.contains("sharded over 2 ranks"), "{err}");
+
+    // Both formats at one step.
+    std::fs::write(dir.join("model_000010.safetensors"), b"").unwrap();
+    let err = checkpoint::load_model(&dir, 10).map(|_| ()).unwrap_err();
+    assert!(err.contains("remove the one not to load"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
