@@ -3,7 +3,8 @@
 //! llm.c's model and tokenizer files, token shards, the tokenizer files of
 //! lecture 8, the run reports, makemore's files, nanoGPT's prepared
 //! folder (`meta.pkl`, headerless `.bin`), `gpt train`'s checkpoint,
-//! `char-rnn train`'s, and nanochat's (model and optimizer, `tokenizer.pkl`, a parquet shard:
+//! `char-rnn train`'s, and nanochat's (model and optimizer, its own `.pt` model, `tokenizer.pkl`,
+//! a parquet shard:
 //! [`nanochat_files`]). Not here: HellaSwag's `.jsonl` (a free
 //! text format, with its own tests in `gpt2`), Hugging Face's `config.json`
 //! (only ever beside the weights, undamaged) and `cl100k_base.tiktoken`
@@ -14,7 +15,9 @@ use crate::corpus::{Loaded, Loader, Protection};
 use std::path::{Path, PathBuf};
 
 mod nanochat_files;
-use nanochat_files::{nanochat_model, nanochat_optimizer, nanochat_shard, nanochat_tokenizer};
+use nanochat_files::{
+    nanochat_model, nanochat_optimizer, nanochat_pt_model, nanochat_shard, nanochat_tokenizer,
+};
 
 fn fixture(path: &str) -> Result<Vec<u8>, String> {
     let full = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
@@ -43,6 +46,7 @@ pub fn all(data: Option<&Path>) -> Result<Vec<Loader>, String> {
         char_rnn_checkpoint()?,
         nanochat_model()?,
         nanochat_optimizer()?,
+        nanochat_pt_model()?,
         nanochat_tokenizer()?,
         nanochat_shard()?,
     ];

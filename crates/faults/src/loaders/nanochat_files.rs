@@ -97,6 +97,76 @@ pub(super) fn nanochat_optimizer() -> Result<Loader, String> {
     })
 }
 
+/// A model file nanochat's own `save_checkpoint` wrote (`torch.save`, the f32 fixture of
+/// `nanochat/tests/fixtures/pt`). Every storage is under the zip's CRC-32, the headers are
+/// checked by the zip reader and the pickle by the restricted unpickler, so an accepted damaged
+/// file must read the same weights. Special: a weight stored as int64, a shape that is not the
+/// config's, a pickle that calls `os.system`, and one with INST (an opcode torch.save never
+/// writes).
+pub(super) fn nanochat_pt_model() -> Result<Loader, String> {
+    use nanochat::pt::{self, Obj, StoredTensor};
+    let valid = fixture("nanochat/tests/fixtures/pt/f32/model_000010.pt")?;
+    let meta = fixture("nanochat/tests/fixtures/pt/f32/meta_000010.json")?;
+    let Obj::Dict(items) = pt::load(&valid)? else {
+        return Err("the pt fixture is not a state_dict".into());
+    };
+    let edited = |name: &str, tensor: StoredTensor| -> Result<Vec<u8>, String> {
+        let mut items = items.clone();
+        for (k, v) in items.iter_mut() {
+            if *k == Obj::Str(name.into()) {
+                *v = Obj::Tensor(tensor.clone());
+            }
+        }
+        pt::save("model_000010", &Obj::OrderedDict(items))
+    };
+    let wte_i64 = StoredTensor {
+        dtype: pt::Dtype::I64,
+        shape: vec![512, 32],
+        data: vec![0; 512 * 32 * 8],
+    };
+    let special = vec![
+        (
+            "wte stored as int64".to_string(),
+            edited("transformer.wte.weight", wte_i64)?,
+        ),
+        (
+            "lm_head of shape [511, 32]".to_string(),
+            edited(
+                "lm_head.weight",
+                StoredTensor::f32(&[511, 32], &vec![0.0; 511 * 32]),
+            )?,
+        ),
+        (
+            "a pickle calling os.system".to_string(),
+            pt::archive(
+                "model_000010",
+                b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00echo\x85R.",
+                &[],
+            )?,
+        ),
+        (
+            "a pickle with INST".to_string(),
+            pt::archive("model_000010", b"\x80\x02(ios\nsystem\n.", &[])?,
+        ),
+    ];
+    Ok(Loader {
+        name: "nanochat model (.pt, nanochat's own)",
+        file_name: "model_000010.pt".into(),
+        special,
+        valid,
+        companions: vec![("meta_000010.json".into(), meta)],
+        protection: Protection::Checksum,
+        load: Box::new(|path| {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let (model, _) = nanochat::checkpoint::load_model(dir, 10)?;
+            let weights = model.params.iter().flat_map(|(_, p)| p.value.to_vec());
+            Ok(Loaded::Canonical(
+                weights.flat_map(f32::to_le_bytes).collect(),
+            ))
+        }),
+    })
+}
+
 /// nanochat's `tokenizer.pkl` (a pickled tiktoken `Encoding`, no checksum): an accepted file
 /// must pickle back to its own bytes.
 pub(super) fn nanochat_tokenizer() -> Result<Loader, String> {
