@@ -138,15 +138,18 @@ pub fn read_documents(path: &Path) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// What tok_train.py trains the tokenizer on: a folder of nanochat's parquet shards gives the
-/// documents of its train shards (`parquets_iter_batched(split="train")`: every shard but the
-/// last, which is val); any other path, [`read_documents`].
+/// What tok_train.py trains the tokenizer on: the train documents only
+/// (`parquets_iter_batched(split="train")`), so that the tokenizer never sees what base-train
+/// validates on. A folder of nanochat's parquet shards gives every shard but the last; a text
+/// file or a folder of them, the documents [`train_val_split`] keeps for training.
 pub fn tokenizer_documents(path: &Path) -> Result<Vec<String>, String> {
     use crate::dataloader::DocumentSource;
-    if !path.is_dir() || crate::shards::list_parquet_files(path)?.is_empty() {
-        return read_documents(path);
-    }
-    let (mut train, _val) = crate::shards::ParquetShards::train_val(path)?;
+    let parquet = path.is_dir() && !crate::shards::list_parquet_files(path)?.is_empty();
+    let mut train: Box<dyn DocumentSource> = if parquet {
+        Box::new(crate::shards::ParquetShards::train_val(path)?.0)
+    } else {
+        Box::new(train_val_split(path)?.0)
+    };
     let mut documents = Vec::new();
     for file in 0..train.num_files() {
         for group in 0..train.num_row_groups(file)? {

@@ -21,7 +21,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// scripts/tok_train.py: train the BPE tokenizer (as rustbpe) and save tokenizer.pkl.
+    /// scripts/tok_train.py: train the BPE tokenizer (as rustbpe) and save tokenizer.pkl and token_bytes.pt.
     TokTrain(tok::TrainArgs),
     /// scripts/tok_eval.py: bytes per token beside GPT-2's and GPT-4's tokenizers.
     TokEval(tok::EvalArgs),
@@ -50,6 +50,10 @@ struct DataArgs {
     /// Number of parallel downloads.
     #[arg(short = 'w', long, default_value_t = 4)]
     num_workers: usize,
+    /// Where the shards are published (not a dataset.py flag; its BASE_URL): a mirror, or a
+    /// server of one's own.
+    #[arg(long, default_value = nanochat::download::BASE_URL)]
+    base_url: String,
 }
 
 fn main() -> ExitCode {
@@ -158,6 +162,7 @@ fn data(args: DataArgs) -> Result<(), String> {
     println!();
     let downloader = Downloader {
         workers: args.num_workers,
+        base_url: args.base_url,
         ..Downloader::default()
     };
     downloader
