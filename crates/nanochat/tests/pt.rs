@@ -5,7 +5,9 @@
 //! - `base-train` resumed from its step-10 folder (optimizer state included) trains steps 10 to
 //!   19 with the losses of its own resume, within 1e-5;
 //! - the checkpoint `base-train --format pt` writes is the committed one, byte for byte, and
-//!   the logits nanochat computed after loading that file are ours;
+//!   the logits nanochat computed after loading that file are ours; its optimizer file is the
+//!   one nanochat's base_train.py resumed from, and resumed here as nanochat resumes, steps 10
+//!   to 19 have the losses nanochat's resume had, within 1e-5;
 //! - checkpoint_manager.py's fixes for older files, and bad archives refused by name.
 
 use clap::Parser;
@@ -16,6 +18,7 @@ use nanochat::gpt::Gpt;
 use nanochat::kv_cache::KvCache;
 use nanochat::pt::{self, Obj, StoredTensor};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
@@ -169,13 +172,18 @@ fn resumed_from_nanochats_optimizer_state_the_losses_are_its_resumes() {
             "--resume-from-step=10",
         ],
     );
-    let theirs: Vec<f64> = expected()["resumed_losses"]
+    assert_losses(&meta.losses, &expected()["resumed_losses"]);
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Each step's loss within 1e-5 of nanochat's.
+fn assert_losses(ours: &[(usize, f32)], theirs: &Value) {
+    let theirs: Vec<f64> = theirs
         .as_array()
         .unwrap()
         .iter()
         .map(|x| x.as_f64().unwrap())
         .collect();
-    let ours: Vec<(usize, f32)> = meta.losses.clone();
     assert_eq!(ours.len(), theirs.len(), "{ours:?}");
     for ((step, o), t) in ours.iter().zip(&theirs) {
         assert!(
@@ -183,7 +191,6 @@ fn resumed_from_nanochats_optimizer_state_the_losses_are_its_resumes() {
             "step {step}: loss {o}, nanochat's resume {t}"
         );
     }
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
@@ -204,6 +211,36 @@ fn our_pt_checkpoint_is_the_committed_one_and_gives_the_logits_nanochat_read_fro
     );
     let (model, _) = checkpoint::load_model(&fixtures().join("ours"), 10).unwrap();
     check_against_nanochat(&model, &expected["ours"], "ours");
+
+    // nanochat's base_train.py resumed from our optimizer file (these bytes), and so do we, as
+    // base_train.py resumes (the loader restarted after its row group): the same losses.
+    let optim = std::fs::read(dir.join("optim_000010_rank0.pt")).unwrap();
+    let digest: String = Sha256::digest(&optim)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(digest, expected["ours_optim_sha256"].as_str().unwrap());
+    let theirs_way = base.join("base_checkpoints/theirs_way");
+    std::fs::create_dir_all(&theirs_way).unwrap();
+    for file in ["model_000010.pt", "optim_000010_rank0.pt"] {
+        std::fs::copy(dir.join(file), theirs_way.join(file)).unwrap();
+    }
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta_000010.json")).unwrap())
+            .unwrap();
+    for key in ["batches_drawn", "corpus_sha256", "losses", "evals"] {
+        meta.as_object_mut().unwrap().remove(key);
+    }
+    std::fs::write(theirs_way.join("meta_000010.json"), meta.to_string()).unwrap();
+    let resumed = train(
+        &base,
+        &[
+            "--num-iterations=20",
+            "--model-tag=theirs_way",
+            "--resume-from-step=10",
+        ],
+    );
+    assert_losses(&resumed.losses, &expected["ours_resumed_losses"]);
 
     // The optimizer file reads back into the state the safetensors file holds.
     train(&base, &["--num-iterations=10", "--model-tag=st"]);
