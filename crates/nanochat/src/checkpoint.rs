@@ -442,12 +442,16 @@ pub fn load_model(dir: &Path, step: usize) -> Result<(Gpt, Meta), String> {
     let meta = load_meta(dir, step)?;
     let format = format_of(dir, step)?;
     let [model_path, _, _] = paths(dir, step, format);
-    let bytes = std::fs::read(&model_path).map_err(|e| format!("{}: {e}", model_path.display()))?;
     let mut model = Gpt::zeros(meta.model_config.clone())
         .map_err(|e| format!("{}: {e}", model_path.display()))?;
     let filled = match format {
-        Format::Safetensors => fill_from_safetensors(&mut model, &bytes),
-        Format::Pt => fill_from_state_dict(&mut model, &bytes),
+        Format::Safetensors => std::fs::read(&model_path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| fill_from_safetensors(&mut model, &bytes)),
+        Format::Pt => std::fs::File::open(&model_path)
+            .map_err(|e| e.to_string())
+            .and_then(|file| pt::load_from(std::io::BufReader::new(file)))
+            .and_then(|state_dict| fill_from_state_dict(&mut model, &state_dict)),
     };
     filled.map_err(|e| format!("{}: {e}", model_path.display()))?;
     Ok((model, meta))
@@ -474,8 +478,7 @@ fn fill_from_safetensors(model: &mut Gpt, bytes: &[u8]) -> Result<(), String> {
 /// `build_model`'s loading of a `model.state_dict()`: `_orig_mod.` stripped, bfloat16 widened,
 /// `resid_lambdas` (ones) and `x0_lambdas` (zeros) patched in where an older checkpoint lacks
 /// them, then `load_state_dict(strict=True)`: every name and shape must be the model's.
-fn fill_from_state_dict(model: &mut Gpt, bytes: &[u8]) -> Result<(), String> {
-    let obj = pt::load(bytes)?;
+fn fill_from_state_dict(model: &mut Gpt, obj: &Obj) -> Result<(), String> {
     let items = obj
         .items()
         .ok_or("its object is not a state_dict (a dict)")?;

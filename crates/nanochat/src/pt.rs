@@ -15,8 +15,7 @@
 
 use crate::pickle::{self, Value};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::io::{Cursor, Read, Write};
+use std::io::{Cursor, Read, Seek, Write};
 
 /// A tensor's element type, as `torch.<Name>Storage` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +181,13 @@ fn allowed_globals() -> Vec<(&'static str, &'static str)> {
 
 /// Reads a `.pt` file's object: its tensors copied out of their storages.
 pub fn load(bytes: &[u8]) -> Result<Obj, String> {
-    let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
+    load_from(Cursor::new(bytes))
+}
+
+/// [`load`] from a file or any reader: each storage is read when its tensor is rebuilt, so a
+/// checkpoint of several gigabytes takes its own size in memory, once.
+pub fn load_from<R: Read + Seek>(reader: R) -> Result<Obj, String> {
+    let mut zip = zip::ZipArchive::new(reader)
         .map_err(|e| format!("not a torch.save archive (its zip directory: {e})"))?;
     let pkl_name = zip
         .file_names()
@@ -211,14 +216,9 @@ pub fn load(bytes: &[u8]) -> Result<Obj, String> {
     let pickle = read(&pkl_name)?;
     let value = pickle::run(&pickle, &allowed_globals(), "torch.save of a state_dict")
         .map_err(|e| format!("{pkl_name}: {e}"))?;
-    let mut storages: HashMap<String, Vec<u8>> = HashMap::new();
-    let mut storage = |key: &str| -> Result<Vec<u8>, String> {
-        if !storages.contains_key(key) {
-            let bytes = read(&format!("{prefix}data/{key}"))?;
-            storages.insert(key.to_string(), bytes);
-        }
-        Ok(storages[key].clone())
-    };
+    // A state_dict's tensors each have a storage of their own; one shared by two views is
+    // read twice.
+    let mut storage = |key: &str| read(&format!("{prefix}data/{key}"));
     to_obj(value, &mut storage)
 }
 
@@ -338,6 +338,20 @@ fn rebuild_tensor_v2(
             "a tensor of shape {shape:?} at offset {offset} reaches past its storage data/{key} \
              ({numel} elements)"
         ));
+    }
+    let mut row_major = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        row_major[d] = row_major[d + 1] * shape[d + 1];
+    }
+    let contiguous = shape
+        .iter()
+        .zip(stride.iter().zip(&row_major))
+        .all(|(&n, (s, r))| n <= 1 || s == r);
+    if contiguous {
+        let mut data = bytes;
+        data.truncate((offset + count) * esize);
+        data.drain(..offset * esize);
+        return Ok(StoredTensor { dtype, shape, data });
     }
     let mut data = Vec::with_capacity(count * esize);
     let mut index = vec![0usize; shape.len()];

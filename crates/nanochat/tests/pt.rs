@@ -461,3 +461,18 @@ fn bad_archives_are_refused_by_name() {
     assert!(err.contains("remove the one not to load"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn views_of_larger_storages_are_read_through_their_offset_and_strides() {
+    let views = pt::load(&std::fs::read(fixtures().join("views.pt")).unwrap()).unwrap();
+    let values = |name: &str| match views.get(name) {
+        Some(Obj::Tensor(t)) => (t.shape.clone(), t.to_f32(name).unwrap()),
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(
+        values("transposed"),
+        (vec![3, 2], vec![0., 3., 1., 4., 2., 5.])
+    );
+    assert_eq!(values("sliced"), (vec![4], vec![3., 4., 5., 6.]));
+    assert_eq!(values("scalar"), (vec![], vec![5.]));
+}
