@@ -200,7 +200,8 @@ pub fn load_from<R: Read + Seek>(reader: R) -> Result<Obj, String> {
         let mut file = zip
             .by_name(name)
             .map_err(|e| format!("the archive's {name}: {e}"))?;
-        let mut out = Vec::with_capacity(file.size() as usize);
+        // Not the size the zip's directory claims: a damaged one may claim terabytes.
+        let mut out = Vec::new();
         file.read_to_end(&mut out)
             .map_err(|e| format!("the archive's {name} cannot be read ({e})"))?;
         Ok(out)
@@ -319,21 +320,39 @@ fn rebuild_tensor_v2(
     }
     let bytes = storage(key)?;
     let esize = dtype.size();
-    if bytes.len() != numel * esize {
+    if numel.checked_mul(esize) != Some(bytes.len()) {
         return Err(format!(
             "the storage data/{key} holds {} bytes, not the {numel} {} elements its id gives",
             bytes.len(),
             dtype.name()
         ));
     }
-    let count: usize = shape.iter().product();
+    let too_large = || format!("a tensor of shape {shape:?} and strides {stride:?}, too large");
+    let count = shape
+        .iter()
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .ok_or_else(too_large)?;
+    if count == 0 {
+        return Ok(StoredTensor {
+            dtype,
+            shape,
+            data: Vec::new(),
+        });
+    }
+    if count > numel {
+        return Err(format!(
+            "a tensor of {count} elements over the storage data/{key} of {numel} (an expanded \
+             view, which a state_dict never holds)"
+        ));
+    }
     let last = shape
         .iter()
         .zip(&stride)
-        .map(|(&n, &s)| n.saturating_sub(1) * s)
-        .sum::<usize>()
-        + offset;
-    if count > 0 && last >= numel {
+        .try_fold(offset, |acc, (&n, &s)| {
+            acc.checked_add((n - 1).checked_mul(s)?)
+        })
+        .ok_or_else(too_large)?;
+    if last >= numel {
         return Err(format!(
             "a tensor of shape {shape:?} at offset {offset} reaches past its storage data/{key} \
              ({numel} elements)"
