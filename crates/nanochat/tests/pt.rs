@@ -545,3 +545,71 @@ fn damaged_pickles_are_refused_without_a_panic() {
     }
     assert!(refused > 2000, "{accepted} accepted, {refused} refused");
 }
+
+#[derive(Parser)]
+struct SftCli {
+    #[command(flatten)]
+    args: nanochat::chat_sft::SftArgs,
+}
+
+/// The path of a model pretrained on a GPU and fine-tuned here: `sft` from nanochat's own base
+/// checkpoint (its optimizer state warm-started), writing nanochat's files with `--format pt`,
+/// which load back as the model that was fine-tuned.
+#[test]
+fn sft_from_nanochats_base_writes_its_files() {
+    let base = base_folder("sft");
+    let dir = base.join("base_checkpoints/f32");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in [
+        "model_000010.pt",
+        "optim_000010_rank0.pt",
+        "meta_000010.json",
+    ] {
+        std::fs::copy(fixtures().join("f32").join(file), dir.join(file)).unwrap();
+    }
+    let names = data::path("names.txt").unwrap_or_else(|e| panic!("{e}"));
+    let argv = [
+        "chat_sft".to_string(),
+        "--model-tag=f32".into(),
+        "--num-iterations=3".into(),
+        "--eval-every=-1".into(),
+        "--eval-tokens=1024".into(),
+        "--chatcore-every=-1".into(),
+        format!("--words={}", names.display()),
+        "--simple-spelling=100".into(),
+        "--spelling-bee=100".into(),
+        "--arithmetic=200".into(),
+        "--format=pt".into(),
+    ];
+    let args = flags::try_parse_from::<SftCli>(argv)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args;
+    let finished = nanochat::chat_sft::run::chat_sft(&args, &base, &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = base.join("chatsft_checkpoints/f32");
+    let step = finished.meta.step;
+    let written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for file in [
+        format!("model_{step:06}.pt"),
+        format!("optim_{step:06}_rank0.pt"),
+        format!("meta_{step:06}.json"),
+    ] {
+        assert!(written.contains(&file), "{file}: {written:?}");
+    }
+    let (tuned, meta) = checkpoint::load_model(&out, step).unwrap();
+    let (base_model, _) = checkpoint::load_model(&dir, 10).unwrap();
+    assert_eq!(meta.losses.len(), finished.meta.losses.len());
+    let differs = tuned
+        .params
+        .iter()
+        .zip(base_model.params.iter())
+        .any(|((_, a), (_, b))| a.value.to_vec() != b.value.to_vec());
+    assert!(
+        differs,
+        "three steps of SFT left every weight of the base as it was"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
