@@ -49,6 +49,22 @@ fn base_folder(name: &str) -> PathBuf {
     base
 }
 
+/// A fresh base folder holding nanochat's float32 step-10 checkpoint (model, optimizer and
+/// metadata) as `base_checkpoints/f32`, and that folder.
+fn with_nanochats_checkpoint(name: &str) -> (PathBuf, PathBuf) {
+    let base = base_folder(name);
+    let dir = base.join("base_checkpoints/f32");
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in [
+        "model_000010.pt",
+        "optim_000010_rank0.pt",
+        "meta_000010.json",
+    ] {
+        std::fs::copy(fixtures().join("f32").join(file), dir.join(file)).unwrap();
+    }
+    (base, dir)
+}
+
 /// base_train.py's flags of the fixture's runs, on tiny Shakespeare, and `extra`.
 fn train(base: &Path, extra: &[&str]) -> checkpoint::Meta {
     let shakespeare = data::path("tinyshakespeare.txt").unwrap_or_else(|e| panic!("{e}"));
@@ -155,16 +171,7 @@ fn nanochats_checkpoints_give_its_logits_and_greedy_continuation() {
 
 #[test]
 fn resumed_from_nanochats_optimizer_state_the_losses_are_its_resumes() {
-    let base = base_folder("resume");
-    let dir = base.join("base_checkpoints/f32");
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in [
-        "model_000010.pt",
-        "optim_000010_rank0.pt",
-        "meta_000010.json",
-    ] {
-        std::fs::copy(fixtures().join("f32").join(file), dir.join(file)).unwrap();
-    }
+    let (base, _) = with_nanochats_checkpoint("resume");
     let meta = train(
         &base,
         &[
@@ -557,16 +564,7 @@ struct SftCli {
 /// which load back as the model that was fine-tuned.
 #[test]
 fn sft_from_nanochats_base_writes_its_files() {
-    let base = base_folder("sft");
-    let dir = base.join("base_checkpoints/f32");
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in [
-        "model_000010.pt",
-        "optim_000010_rank0.pt",
-        "meta_000010.json",
-    ] {
-        std::fs::copy(fixtures().join("f32").join(file), dir.join(file)).unwrap();
-    }
+    let (base, dir) = with_nanochats_checkpoint("sft");
     let names = data::path("names.txt").unwrap_or_else(|e| panic!("{e}"));
     let argv = [
         "chat_sft".to_string(),
