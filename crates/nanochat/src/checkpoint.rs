@@ -304,7 +304,7 @@ pub fn load_model(dir: &Path, step: usize) -> Result<(Gpt, Meta), String> {
         Format::Pt => std::fs::File::open(&model_path)
             .map_err(|e| e.to_string())
             .and_then(|file| pt::load_from(std::io::BufReader::new(file)))
-            .and_then(|state_dict| fill_from_state_dict(&mut model, &state_dict)),
+            .and_then(|state_dict| fill_from_state_dict(&mut model, state_dict)),
     };
     filled.map_err(|e| format!("{}: {e}", model_path.display()))?;
     Ok((model, meta))

@@ -162,16 +162,23 @@ fn optimizer_state_dict(model: &Gpt, optimizer: &MuonAdamW) -> Result<Obj, Strin
 /// `build_model`'s loading of a `model.state_dict()`: `_orig_mod.` stripped, bfloat16 widened,
 /// `resid_lambdas` (ones) and `x0_lambdas` (zeros) patched in where an older checkpoint lacks
 /// them, then `load_state_dict(strict=True)`: every name and shape must be the model's.
-pub(super) fn fill_from_state_dict(model: &mut Gpt, obj: &Obj) -> Result<(), String> {
-    let items = obj
-        .items()
-        .ok_or("its object is not a state_dict (a dict)")?;
-    let mut tensors: HashMap<String, &StoredTensor> = HashMap::new();
+///
+/// Each tensor's bytes are dropped as soon as it is in the model, so that loading takes little
+/// more memory than the file and the model would each take.
+pub(super) fn fill_from_state_dict(model: &mut Gpt, obj: Obj) -> Result<(), String> {
+    let (Obj::Dict(items) | Obj::OrderedDict(items)) = obj else {
+        return Err("its object is not a state_dict (a dict)".into());
+    };
+    let mut tensors: HashMap<String, StoredTensor> = HashMap::new();
     for (k, v) in items {
         let (Obj::Str(k), Obj::Tensor(t)) = (k, v) else {
             return Err("its state_dict holds an entry that is not a named tensor".into());
         };
-        tensors.insert(k.strip_prefix("_orig_mod.").unwrap_or(k).to_string(), t);
+        let name = k
+            .strip_prefix("_orig_mod.")
+            .map(str::to_string)
+            .unwrap_or(k);
+        tensors.insert(name, t);
     }
     let n_layer = model.config.n_layer;
     let patches = [
@@ -184,7 +191,7 @@ pub(super) fn fill_from_state_dict(model: &mut Gpt, obj: &Obj) -> Result<(), Str
             StoredTensor::f32(&[n_layer], &vec![0.0; n_layer]),
         ),
     ];
-    for (name, patch) in &patches {
+    for (name, patch) in patches {
         tensors.entry(name.to_string()).or_insert(patch);
     }
     let missing: Vec<&str> = model
@@ -209,7 +216,9 @@ pub(super) fn fill_from_state_dict(model: &mut Gpt, obj: &Obj) -> Result<(), Str
         ));
     }
     for (_, p) in model.params.iter_mut() {
-        let t = tensors[&p.name];
+        let t = tensors
+            .remove(&p.name)
+            .expect("every name was checked above");
         if t.shape != p.value.shape() {
             return Err(format!(
                 "{} has the shape {:?}, the model of its metadata has {:?}",
